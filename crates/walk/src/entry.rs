@@ -1,0 +1,285 @@
+//! What a walk yields: entries grouped in chunks that share one parent directory.
+
+use std::ffi::OsStr;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::dir::Dir;
+use crate::meta::Metadata;
+
+/// The type of an entry, as `getdents64` reported it in `d_type` (or as a
+/// stat found it, for file systems that answer `DT_UNKNOWN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileType {
+    File,
+    Dir,
+    Symlink,
+    BlockDevice,
+    CharDevice,
+    Fifo,
+    Socket,
+    /// The file system did not say; the engine resolves this with a stat
+    /// before it decides whether to descend, so callers rarely see it.
+    Unknown,
+}
+
+impl FileType {
+    pub(crate) fn from_rustix(t: rustix::fs::FileType) -> Self {
+        use rustix::fs::FileType as T;
+        match t {
+            T::RegularFile => FileType::File,
+            T::Directory => FileType::Dir,
+            T::Symlink => FileType::Symlink,
+            T::BlockDevice => FileType::BlockDevice,
+            T::CharacterDevice => FileType::CharDevice,
+            T::Fifo => FileType::Fifo,
+            T::Socket => FileType::Socket,
+            _ => FileType::Unknown,
+        }
+    }
+
+    /// The type encoded in a `st_mode`.
+    pub fn from_mode(mode: u32) -> Self {
+        Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))
+    }
+
+    pub fn is_dir(self) -> bool {
+        self == FileType::Dir
+    }
+    pub fn is_file(self) -> bool {
+        self == FileType::File
+    }
+    pub fn is_symlink(self) -> bool {
+        self == FileType::Symlink
+    }
+}
+
+/// One entry's place in a chunk: the name lives in the chunk's shared name buffer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Slot {
+    pub(crate) name_start: u32,
+    pub(crate) name_len: u32,
+    pub(crate) file_type: FileType,
+    /// For a symlink followed with `follow_links`, the type of its target.
+    pub(crate) target_type: FileType,
+    pub(crate) ino: u64,
+}
+
+/// A batch of entries read from one directory.
+///
+/// Entries move through the engine in chunks, never one at a time: a chunk
+/// holds the names of up to `chunk_size` entries in one buffer, the
+/// directory they came from, and (when the walk asked for it) their metadata.
+/// Every entry of a chunk has the same depth and the same parent.
+#[derive(Debug)]
+pub struct Chunk {
+    pub(crate) dir: Arc<Dir>,
+    pub(crate) names: Vec<u8>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) meta: Vec<Option<Metadata>>,
+    /// The parent directory's descriptor while the chunk is being visited on
+    /// the thread that read it; -1 once the chunk has left that thread.
+    pub(crate) fd: RawFd,
+}
+
+impl Chunk {
+    pub(crate) fn new(dir: Arc<Dir>) -> Self {
+        Chunk { dir, names: Vec::new(), slots: Vec::new(), meta: Vec::new(), fd: -1 }
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.names.clear();
+        self.slots.clear();
+        self.meta.clear();
+    }
+
+    /// Number of entries in the chunk.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Depth of every entry in this chunk (a root is at depth 0).
+    pub fn depth(&self) -> usize {
+        self.dir.child_depth
+    }
+
+    /// The directory the entries were read from: its path as the walk spells
+    /// it (root as given, then `/name` per level). Empty for roots.
+    pub fn parent_path(&self) -> &Path {
+        Path::new(OsStr::from_bytes(self.dir.path()))
+    }
+
+    /// The bytes that precede each entry's name in its path: the parent's
+    /// path and a `/` (empty for roots).
+    pub fn prefix(&self) -> &[u8] {
+        &self.dir.prefix
+    }
+
+    /// The parent directory's open descriptor, while the chunk is visited on
+    /// the thread that read it (`None` once it has been handed elsewhere).
+    pub fn parent_fd(&self) -> Option<BorrowedFd<'_>> {
+        // SAFETY: the reading thread keeps the descriptor open for as long as
+        // it visits this chunk, and clears `fd` before the chunk leaves it.
+        (self.fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(self.fd) })
+    }
+
+    /// The entry at `index`.
+    pub fn get(&self, index: usize) -> EntryRef<'_> {
+        EntryRef { chunk: self, index }
+    }
+
+    /// The entries, in the order the directory listed them (or sorted, when
+    /// the walk sorts).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = EntryRef<'_>> + '_ {
+        (0..self.slots.len()).map(move |index| EntryRef { chunk: self, index })
+    }
+
+    /// Drop the entries for which `keep` says false, in place.
+    pub fn retain(&mut self, mut keep: impl FnMut(&EntryRef<'_>) -> bool) {
+        let mut decisions = Vec::with_capacity(self.slots.len());
+        for entry in self.iter() {
+            decisions.push(keep(&entry));
+        }
+        let mut i = 0;
+        self.slots.retain(|_| {
+            i += 1;
+            decisions[i - 1]
+        });
+        if !self.meta.is_empty() {
+            let mut i = 0;
+            self.meta.retain(|_| {
+                i += 1;
+                decisions[i - 1]
+            });
+        }
+    }
+
+    pub(crate) fn push(&mut self, name: &[u8], file_type: FileType, target_type: FileType, ino: u64) {
+        let name_start = self.names.len() as u32;
+        self.names.extend_from_slice(name);
+        self.slots.push(Slot { name_start, name_len: name.len() as u32, file_type, target_type, ino });
+    }
+
+    /// Move the entries out into a chunk of their own, leaving this one empty
+    /// with its buffers' capacity (so a reading thread can hand chunks away
+    /// without reallocating for the next one).
+    pub fn take(&mut self) -> Chunk {
+        let (names_cap, slots_cap) = (self.names.capacity(), self.slots.capacity());
+        Chunk {
+            dir: self.dir.clone(),
+            names: std::mem::replace(&mut self.names, Vec::with_capacity(names_cap)),
+            slots: std::mem::replace(&mut self.slots, Vec::with_capacity(slots_cap)),
+            meta: std::mem::take(&mut self.meta),
+            fd: -1,
+        }
+    }
+}
+
+/// A borrowed view of one entry of a [`Chunk`].
+#[derive(Clone, Copy)]
+pub struct EntryRef<'a> {
+    chunk: &'a Chunk,
+    index: usize,
+}
+
+impl<'a> EntryRef<'a> {
+    fn slot(&self) -> &'a Slot {
+        &self.chunk.slots[self.index]
+    }
+
+    /// The entry's name as the directory stores it (for a root: the root path as given).
+    pub fn name_bytes(&self) -> &'a [u8] {
+        let s = self.slot();
+        &self.chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize]
+    }
+
+    pub fn file_name(&self) -> &'a OsStr {
+        OsStr::from_bytes(self.name_bytes())
+    }
+
+    /// Append the entry's full path to `out` (no allocation beyond `out`'s growth).
+    pub fn write_path(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.chunk.dir.prefix);
+        out.extend_from_slice(self.name_bytes());
+    }
+
+    /// The entry's full path: parent path, `/`, name.
+    pub fn path(&self) -> PathBuf {
+        let mut v = Vec::with_capacity(self.chunk.dir.prefix.len() + self.slot().name_len as usize);
+        self.write_path(&mut v);
+        PathBuf::from(std::ffi::OsString::from_vec(v))
+    }
+
+    pub fn depth(&self) -> usize {
+        self.chunk.dir.child_depth
+    }
+
+    /// The type `getdents64` reported (a symlink stays a symlink, even when followed).
+    pub fn file_type(&self) -> FileType {
+        self.slot().file_type
+    }
+
+    /// The type after following a symlink when the walk follows links;
+    /// otherwise the same as [`file_type`](Self::file_type).
+    pub fn target_type(&self) -> FileType {
+        self.slot().target_type
+    }
+
+    pub fn ino(&self) -> u64 {
+        self.slot().ino
+    }
+
+    /// True for a root of the walk.
+    pub fn is_root(&self) -> bool {
+        self.chunk.dir.is_root_parent()
+    }
+
+    /// Metadata fetched up front by the walk (see `WalkBuilder::metadata`),
+    /// if it asked for it and the stat succeeded.
+    pub fn cached_metadata(&self) -> Option<&'a Metadata> {
+        self.chunk.meta.get(self.index).and_then(|m| m.as_ref())
+    }
+
+    /// The entry's metadata without following a final symlink: taken from the
+    /// walk's bulk fetch when there was one, else one `fstatat` relative to
+    /// the parent directory (or by path once the chunk left its thread).
+    pub fn metadata(&self) -> std::io::Result<Metadata> {
+        if let Some(m) = self.cached_metadata() {
+            return Ok(*m);
+        }
+        self.stat(false)
+    }
+
+    /// The metadata of what the entry points to (follows symlinks).
+    pub fn metadata_follow(&self) -> std::io::Result<Metadata> {
+        if self.file_type() != FileType::Symlink {
+            return self.metadata();
+        }
+        self.stat(true)
+    }
+
+    fn stat(&self, follow: bool) -> std::io::Result<Metadata> {
+        match self.chunk.parent_fd() {
+            Some(fd) if !self.is_root() => crate::meta::stat_at(fd, self.name_bytes(), follow),
+            _ => crate::meta::stat_path(&self.path(), follow),
+        }
+    }
+}
+
+impl std::fmt::Debug for EntryRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntryRef")
+            .field("path", &self.path())
+            .field("depth", &self.depth())
+            .field("file_type", &self.file_type())
+            .finish()
+    }
+}
+
+use std::os::unix::ffi::OsStringExt;

@@ -1,0 +1,94 @@
+//! Errors met during a walk. They are reported per entry and never end the
+//! walk by themselves: the caller decides (see `Visitor::error`).
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rustix::io::Errno;
+
+/// What went wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A system call failed (EACCES, ENOENT for an entry that vanished, ELOOP, …).
+    Io(Errno),
+    /// Following symlinks led back to a directory that is its own ancestor.
+    Loop { ancestor: PathBuf },
+}
+
+/// An error at one path of the walk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    path: PathBuf,
+    depth: usize,
+    kind: ErrorKind,
+}
+
+impl Error {
+    pub(crate) fn io(path: &[u8], depth: usize, errno: Errno) -> Self {
+        Error { path: Path::new(OsStr::from_bytes(path)).to_path_buf(), depth, kind: ErrorKind::Io(errno) }
+    }
+
+    pub(crate) fn loop_at(path: &[u8], depth: usize, ancestor: &[u8]) -> Self {
+        Error {
+            path: Path::new(OsStr::from_bytes(path)).to_path_buf(),
+            depth,
+            kind: ErrorKind::Loop { ancestor: Path::new(OsStr::from_bytes(ancestor)).to_path_buf() },
+        }
+    }
+
+    /// The path the error happened at.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The errno, for I/O errors.
+    pub fn errno(&self) -> Option<Errno> {
+        match self.kind {
+            ErrorKind::Io(e) => Some(e),
+            ErrorKind::Loop { .. } => None,
+        }
+    }
+
+    /// True for the errors a lenient walk skips: permission denied, an entry
+    /// that vanished while the walk ran, a symlink loop.
+    pub fn is_benign(&self) -> bool {
+        match self.kind {
+            ErrorKind::Io(e) => matches!(e, Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::LOOP | Errno::NOTDIR),
+            ErrorKind::Loop { .. } => true,
+        }
+    }
+
+    /// The error as `std::io::Error`.
+    pub fn io_error(&self) -> std::io::Error {
+        match self.kind {
+            ErrorKind::Io(e) => e.into(),
+            ErrorKind::Loop { .. } => std::io::Error::other("filesystem loop detected"),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Io(e) => write!(f, "{}: {}", self.path.display(), std::io::Error::from(*e)),
+            ErrorKind::Loop { ancestor } => write!(
+                f,
+                "{}: filesystem loop detected (it is the same directory as {})",
+                self.path.display(),
+                ancestor.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

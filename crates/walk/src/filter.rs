@@ -1,0 +1,65 @@
+//! The hook that decides, per entry, whether it is yielded and whether the
+//! walk descends into it. It sees every directory once before its entries,
+//! so it can carry inherited state down the tree (ignore rules, say).
+
+use std::any::Any;
+use std::os::fd::BorrowedFd;
+use std::sync::Arc;
+
+use crate::entry::FileType;
+
+/// State a filter attaches to a directory; its children's directories see it as `parent`.
+pub type FilterState = Arc<dyn Any + Send + Sync>;
+
+/// A directory the walk has just opened.
+pub struct DirInfo<'a> {
+    /// Path of the directory.
+    pub path: &'a [u8],
+    /// Depth of the directory (a root is 0).
+    pub depth: usize,
+    /// The open directory, for `openat` of files inside it (`.gitignore`, say).
+    pub fd: BorrowedFd<'a>,
+}
+
+/// An entry as the directory listed it, before it is put in a chunk.
+pub struct RawEntry<'a> {
+    pub name: &'a [u8],
+    /// Path of the directory holding it, followed by `/`.
+    pub parent_prefix: &'a [u8],
+    pub depth: usize,
+    pub file_type: FileType,
+    /// The type of a symlink's target when the walk follows links.
+    pub target_type: FileType,
+}
+
+impl RawEntry<'_> {
+    /// Would the walk descend into it (a directory, or a followed link to one)?
+    pub fn is_dir(&self) -> bool {
+        self.target_type == FileType::Dir
+    }
+}
+
+/// What to do with an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// Hand the entry to the caller.
+    pub emit: bool,
+    /// For a directory: read it.
+    pub descend: bool,
+}
+
+impl Decision {
+    pub const KEEP: Decision = Decision { emit: true, descend: true };
+    pub const SKIP: Decision = Decision { emit: false, descend: false };
+}
+
+/// A per-entry filter with per-directory state. Both calls happen on the
+/// thread that reads the directory, before entries are batched.
+pub trait EntryFilter: Send + Sync {
+    /// Called once for each directory as it is opened, before its entries.
+    /// Returns the state its entries are judged with (and its subdirectories inherit).
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState>;
+
+    /// Decide for one entry of a directory whose state `enter` returned.
+    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision;
+}

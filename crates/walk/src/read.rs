@@ -1,0 +1,292 @@
+//! The directory reader: open one directory, read it with `getdents64` into a
+//! reused buffer, and stream its entries out in chunks while it reads.
+//!
+//! This is the only place that turns kernel records into entries; every
+//! order (breadth-first, depth-first, parallel) calls it once per directory.
+
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, RawDir};
+use rustix::io::Errno;
+
+use crate::dir::{into_raw, Dir, Job};
+use crate::entry::{Chunk, FileType};
+use crate::error::Error;
+use crate::filter::{DirInfo, RawEntry};
+use crate::meta::Metadata;
+use crate::walker::{Flow, Shared, Visitor};
+
+/// Size of the reused `getdents64` buffer: past 32 KiB the size barely
+/// matters, and one buffer per thread avoids a malloc per directory.
+const GETDENTS_BUF: usize = 64 * 1024;
+
+/// A subdirectory found while reading, to be turned into a job once the
+/// directory is fully read.
+struct Child {
+    name_start: u32,
+    name_len: u32,
+    follow: bool,
+}
+
+impl crate::walker::ChildName for Child {
+    fn name<'a>(&self, names: &'a [u8]) -> &'a [u8] {
+        &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
+    }
+}
+
+/// Per-thread reading state, reused from one directory to the next.
+pub(crate) struct Reader {
+    buf: Vec<MaybeUninit<u8>>,
+    child_names: Vec<u8>,
+    children: Vec<Child>,
+    /// Buffers of the last chunk, to be reused by the next one.
+    spare: Option<Chunk>,
+}
+
+impl Reader {
+    pub(crate) fn new() -> Self {
+        Reader { buf: vec![MaybeUninit::uninit(); GETDENTS_BUF], child_names: Vec::new(), children: Vec::new(), spare: None }
+    }
+
+    fn chunk_for(&mut self, dir: Arc<Dir>) -> Chunk {
+        match self.spare.take() {
+            Some(mut c) => {
+                c.clear();
+                c.dir = dir;
+                c
+            }
+            None => Chunk::new(dir),
+        }
+    }
+
+    /// Read the directory of `job`: emit its entries in chunks to `visitor`
+    /// and append the jobs for its subdirectories to `jobs`, in listing order.
+    pub(crate) fn read<V: Visitor>(&mut self, shared: &Shared, mut job: Job, visitor: &mut V, jobs: &mut Vec<Job>) -> Flow {
+        let is_root = job.parent.is_root_parent();
+        let depth = job.parent.child_depth;
+        let fd = match job.open(shared) {
+            Ok(fd) => fd,
+            Err(Errno::NOTDIR) if is_root => return self.emit_root_non_dir(shared, &job, visitor),
+            Err(e) => return visitor.error(Error::io(&job.path(), depth, e)),
+        };
+        let cfg = &shared.cfg;
+        let (dev, ino) = if is_root || cfg.follow_links || cfg.same_file_system {
+            match crate::meta::stat_fd(fd.as_fd()) {
+                Ok(m) => (m.dev, m.ino),
+                Err(e) => return visitor.error(Error::io(&job.path(), depth, Errno::from_io_error(&e).unwrap_or(Errno::IO))),
+            }
+        } else {
+            (0, 0)
+        };
+        let parent = if is_root { None } else { Some(job.parent.clone()) };
+        if let Some(parent) = &parent {
+            if cfg.same_file_system && dev != shared.root_dev(parent) {
+                return Flow::Continue;
+            }
+            if cfg.follow_links {
+                if let Some(ancestor) = find_ancestor(parent, dev, ino) {
+                    return visitor.error(Error::loop_at(&job.path(), depth, ancestor.path()));
+                }
+            }
+        }
+        let path = job.path();
+        let root_index = job.parent.root;
+        drop(job);
+        let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
+        let mut dir = Dir::new(&path, depth + 1, root_index, root_prefix_len, parent, dev, ino, fd.as_raw_fd());
+        if is_root && cfg.min_depth == 0 {
+            let flow = self.emit_root(shared, &path, FileType::Dir, ino, visitor, Some(&fd));
+            if flow == Flow::Stop {
+                return flow;
+            }
+        }
+        if is_root && cfg.max_depth == Some(0) {
+            return Flow::Continue;
+        }
+        if let Some(filter) = &cfg.filter {
+            let info = DirInfo { path: &path, depth, fd: fd.as_fd() };
+            let parent_state = dir.parent.as_ref().and_then(|p| p.filter_state.as_ref());
+            dir.filter_state = filter.enter(&info, parent_state);
+        }
+        let dir = Arc::new(dir);
+        // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
+        let raw = into_raw(fd);
+        let flow = self.read_entries(shared, &dir, raw, visitor);
+        let children = std::mem::take(&mut self.children);
+        let closed = dir.settle_fd(if flow == Flow::Stop { 0 } else { children.len() }, shared);
+        let keeps_fd = closed.is_none();
+        drop(closed);
+        if flow == Flow::Continue {
+            jobs.extend(children.iter().map(|c| {
+                let name = &self.child_names[c.name_start as usize..(c.name_start + c.name_len) as usize];
+                Job::child(dir.clone(), name, c.follow, keeps_fd)
+            }));
+        }
+        self.children = children;
+        self.children.clear();
+        self.child_names.clear();
+        flow
+    }
+
+    fn read_entries<V: Visitor>(&mut self, shared: &Shared, dir: &Arc<Dir>, raw_fd: i32, visitor: &mut V) -> Flow {
+        let cfg = &shared.cfg;
+        // SAFETY: `dir` keeps raw_fd open until `settle_fd`, after this returns.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw_fd) };
+        let depth = dir.child_depth;
+        let emit = depth >= cfg.min_depth;
+        let descend = cfg.max_depth.is_none_or(|m| depth < m);
+        let chunk_size = if cfg.sort.is_some() { usize::MAX } else { cfg.chunk_size };
+        let mut chunk = self.chunk_for(dir.clone());
+        chunk.fd = raw_fd;
+        let mut raw = RawDir::new(fd, &mut self.buf);
+        while let Some(item) = raw.next() {
+            let entry = match item {
+                Ok(e) => e,
+                Err(e) => {
+                    let flow = visitor.error(Error::io(dir.path(), depth - 1, e));
+                    if flow == Flow::Stop {
+                        return flow;
+                    }
+                    break;
+                }
+            };
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            if cfg.skip_hidden && name[0] == b'.' {
+                continue;
+            }
+            let mut file_type = FileType::from_rustix(entry.file_type());
+            if file_type == FileType::Unknown {
+                file_type = match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => Metadata::from_stat(&st).file_type(),
+                    Err(_) => FileType::Unknown, // vanished: listed as it was
+                };
+            }
+            let target_type = if file_type == FileType::Symlink && cfg.follow_links {
+                match rustix::fs::statat(fd, name, AtFlags::empty()) {
+                    Ok(st) => Metadata::from_stat(&st).file_type(),
+                    Err(_) => FileType::Symlink, // dangling: listed as a link
+                }
+            } else {
+                file_type
+            };
+            let decision = match &cfg.filter {
+                Some(filter) => {
+                    let raw_entry = RawEntry { name, parent_prefix: &dir.prefix, depth, file_type, target_type };
+                    filter.decide(dir.filter_state.as_ref(), &raw_entry)
+                }
+                None => crate::filter::Decision::KEEP,
+            };
+            if decision.descend && descend && target_type == FileType::Dir {
+                let name_start = self.child_names.len() as u32;
+                self.child_names.extend_from_slice(name);
+                self.children.push(Child { name_start, name_len: name.len() as u32, follow: file_type == FileType::Symlink });
+            }
+            if emit && decision.emit {
+                chunk.push(name, file_type, target_type, entry.ino());
+                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
+                    return Flow::Stop;
+                }
+            }
+        }
+        if let Some(sort) = &cfg.sort {
+            sort.sort_chunk(&mut chunk);
+            sort.sort_children(&mut self.children, &self.child_names);
+        }
+        let flow = if chunk.is_empty() { Flow::Continue } else { flush(shared, &mut chunk, fd, visitor) };
+        chunk.fd = -1;
+        self.spare = Some(chunk);
+        flow
+    }
+
+    fn emit_root<V: Visitor>(
+        &mut self,
+        shared: &Shared,
+        path: &[u8],
+        file_type: FileType,
+        ino: u64,
+        visitor: &mut V,
+        fd: Option<&OwnedFd>,
+    ) -> Flow {
+        let mut chunk = Chunk::new(Dir::root_parent(0));
+        chunk.push(path, file_type, file_type, ino);
+        if shared.cfg.metadata {
+            let m = match fd {
+                Some(fd) => crate::meta::stat_fd(fd.as_fd()).ok(),
+                None => crate::meta::stat_path(std::path::Path::new(std::ffi::OsStr::from_bytes(path)), true).ok(),
+            };
+            chunk.meta.push(m);
+        }
+        let flow = visitor.visit(&mut chunk);
+        if flow == Flow::Stop {
+            shared.stop();
+        }
+        flow
+    }
+
+    /// A root that is not a directory is yielded as an entry of depth 0.
+    fn emit_root_non_dir<V: Visitor>(&mut self, shared: &Shared, job: &Job, visitor: &mut V) -> Flow {
+        let path = job.path();
+        let m = match crate::meta::stat_path(std::path::Path::new(std::ffi::OsStr::from_bytes(&path)), true) {
+            Ok(m) => m,
+            Err(e) => return visitor.error(Error::io(&path, 0, Errno::from_io_error(&e).unwrap_or(Errno::IO))),
+        };
+        if shared.cfg.min_depth > 0 {
+            return Flow::Continue;
+        }
+        self.emit_root(shared, &path, m.file_type(), m.ino, visitor, None)
+    }
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+/// Hand a full chunk to the visitor (with metadata first, if asked for),
+/// then empty it for the next entries.
+fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, visitor: &mut V) -> Flow {
+    if shared.stopped() {
+        return Flow::Stop;
+    }
+    if shared.cfg.metadata {
+        fill_metadata(chunk, fd, shared.cfg.follow_links);
+    }
+    let flow = visitor.visit(chunk);
+    chunk.clear();
+    if flow == Flow::Stop {
+        shared.stop();
+    }
+    flow
+}
+
+
+/// Stat every entry of a chunk relative to its directory: the bulk fetch
+/// that spares callers a second stat per entry.
+fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool) {
+    let flags = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
+    chunk.meta.clear();
+    for i in 0..chunk.slots.len() {
+        let s = chunk.slots[i];
+        let name = &chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize];
+        let mut st = rustix::fs::statat(fd, name, flags);
+        if follow && st.is_err() {
+            // A dangling link still has metadata of its own.
+            st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW);
+        }
+        chunk.meta.push(st.ok().map(|st| Metadata::from_stat(&st)));
+    }
+}
+
+/// The ancestor of `dir` (or `dir` itself) with this device and inode, if any.
+fn find_ancestor(dir: &Arc<Dir>, dev: u64, ino: u64) -> Option<&Dir> {
+    let mut cur: Option<&Arc<Dir>> = Some(dir);
+    while let Some(d) = cur {
+        if d.dev == dev && d.ino == ino && !d.is_root_parent() {
+            return Some(d);
+        }
+        cur = d.parent.as_ref();
+    }
+    None
+}

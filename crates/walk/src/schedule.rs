@@ -1,0 +1,203 @@
+//! Scheduling: which directory is read next, and by which thread.
+//!
+//! Reading is done by `read::Reader`, one directory at a time; this module
+//! only orders the jobs. The serial orders keep a queue (breadth-first) or a
+//! stack (depth-first). The parallel order gives each worker a LIFO deque of
+//! its own (depth-first locally, so few directories are pending and few
+//! descriptors open) from which idle workers steal the oldest, largest
+//! subtrees.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use crossbeam_deque::{Injector, Steal, Stealer, Worker};
+
+use crate::dir::{Dir, Job};
+use crate::read::Reader;
+use crate::walker::{Flow, Order, Shared, Visitor};
+
+fn root_jobs(shared: &Shared) -> impl Iterator<Item = Job> + '_ {
+    shared.roots.iter().enumerate().map(|(i, r)| Job::root(Dir::root_parent(i), r))
+}
+
+pub(crate) fn run<V, M, D>(shared: &Shared, make: M, mut done: D)
+where
+    V: Visitor,
+    M: Fn() -> V + Sync,
+    D: FnMut(V),
+{
+    match shared.cfg.order {
+        Order::BreadthFirst | Order::DepthFirst => done(run_serial(shared, make())),
+        Order::Parallel if shared.cfg.threads <= 1 => {
+            // One worker: depth-first is the same walk without the pool.
+            done(run_serial_order(shared, make(), Order::DepthFirst))
+        }
+        Order::Parallel => run_parallel(shared, make, done),
+    }
+}
+
+fn run_serial<V: Visitor>(shared: &Shared, visitor: V) -> V {
+    run_serial_order(shared, visitor, shared.cfg.order)
+}
+
+fn run_serial_order<V: Visitor>(shared: &Shared, mut visitor: V, order: Order) -> V {
+    let mut reader = Reader::new();
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    let mut children = Vec::new();
+    let breadth_first = order == Order::BreadthFirst;
+    for root in root_jobs(shared) {
+        queue.push_back(root);
+        while let Some(job) = if breadth_first { queue.pop_front() } else { queue.pop_back() } {
+            if reader.read(shared, job, &mut visitor, &mut children) == Flow::Stop {
+                return visitor;
+            }
+            if breadth_first {
+                queue.extend(children.drain(..));
+            } else {
+                queue.extend(children.drain(..).rev());
+            }
+        }
+    }
+    visitor
+}
+
+struct Pool {
+    injector: Injector<Job>,
+    stealers: Vec<Stealer<Job>>,
+    /// Jobs queued or being read; the walk is over when it reaches zero.
+    pending: AtomicUsize,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Pool {
+    fn notify(&self, all: bool) {
+        if self.sleepers.load(Ordering::Acquire) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            if all {
+                self.wake.notify_all();
+            } else {
+                self.wake.notify_one();
+            }
+        }
+    }
+
+    fn find_job(&self, local: &Worker<Job>, me: usize) -> Option<Job> {
+        local.pop().or_else(|| loop {
+            let mut retry = false;
+            match self.injector.steal_batch_and_pop(local) {
+                Steal::Success(job) => return Some(job),
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            let n = self.stealers.len();
+            for k in 1..n {
+                match self.stealers[(me + k) % n].steal() {
+                    Steal::Success(job) => return Some(job),
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                return None;
+            }
+        })
+    }
+
+    fn sleep(&self) {
+        let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        // A wake-up can slip in between the failed steal and this wait; the
+        // timeout bounds what that costs instead of risking a hang.
+        let _ = self.wake.wait_timeout(guard, Duration::from_millis(1));
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn run_parallel<V, M, D>(shared: &Shared, make: M, mut done: D)
+where
+    V: Visitor,
+    M: Fn() -> V + Sync,
+    D: FnMut(V),
+{
+    let threads = shared.cfg.threads;
+    let workers: Vec<Worker<Job>> = (0..threads).map(|_| Worker::new_lifo()).collect();
+    let pool = Pool {
+        injector: Injector::new(),
+        stealers: workers.iter().map(|w| w.stealer()).collect(),
+        pending: AtomicUsize::new(shared.roots.len()),
+        sleepers: AtomicUsize::new(0),
+        lock: Mutex::new(()),
+        wake: Condvar::new(),
+    };
+    for job in root_jobs(shared) {
+        pool.injector.push(job);
+    }
+    let (pool, make) = (&pool, &make);
+    std::thread::scope(|scope| {
+        let mut workers = workers.into_iter().enumerate();
+        let (first_index, first) = workers.next().expect("at least one worker");
+        let handles: Vec<_> = workers
+            .map(|(me, local)| scope.spawn(move || work(shared, pool, local, me, make())))
+            .collect();
+        // The calling thread is a worker too.
+        done(work(shared, pool, first, first_index, make()));
+        for h in handles {
+            match h.join() {
+                Ok(v) => done(v),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+}
+
+fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize, mut visitor: V) -> V {
+    let mut reader = Reader::new();
+    let mut children = Vec::new();
+    let mut idle_spins = 0;
+    loop {
+        if shared.stopped() {
+            while local.pop().is_some() {}
+            pool.notify(true);
+            break;
+        }
+        match pool.find_job(&local, me) {
+            Some(job) => {
+                idle_spins = 0;
+                let flow = reader.read(shared, job, &mut visitor, &mut children);
+                if flow == Flow::Stop {
+                    children.clear();
+                    continue;
+                }
+                let found = children.len();
+                if found > 0 {
+                    pool.pending.fetch_add(found, Ordering::AcqRel);
+                    for child in children.drain(..).rev() {
+                        local.push(child);
+                    }
+                    if found > 1 {
+                        pool.notify(false);
+                    }
+                }
+                if pool.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    pool.notify(true);
+                }
+            }
+            None => {
+                if pool.pending.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                idle_spins += 1;
+                if idle_spins < 32 {
+                    std::thread::yield_now();
+                } else {
+                    pool.sleep();
+                }
+            }
+        }
+    }
+    visitor
+}

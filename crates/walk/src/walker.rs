@@ -1,0 +1,303 @@
+//! Walk configuration and the entry point that runs a walk with a visitor.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::dir::Dir;
+use crate::entry::Chunk;
+use crate::error::Error;
+use crate::filter::EntryFilter;
+
+/// The order directories are read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Level by level: all entries of depth 1, then of depth 2, …
+    /// (within a level, directories in the order they were found).
+    BreadthFirst,
+    /// One directory's entries, then each of its subdirectories' subtrees in
+    /// listing order, recursively. Single-threaded and deterministic.
+    DepthFirst,
+    /// Directories shared between worker threads; chunks of one directory
+    /// stay in order, but directories interleave.
+    #[default]
+    Parallel,
+}
+
+/// How entries are sorted within each directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sort {
+    /// By name bytes.
+    Name,
+}
+
+impl Sort {
+    pub(crate) fn sort_chunk(&self, chunk: &mut Chunk) {
+        let names = &chunk.names;
+        let name = |s: &crate::entry::Slot| &names[s.name_start as usize..(s.name_start + s.name_len) as usize];
+        chunk.slots.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+    }
+
+    pub(crate) fn sort_children<T: ChildName>(&self, children: &mut [T], names: &[u8]) {
+        children.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
+    }
+}
+
+/// A child record whose name lives in a shared buffer.
+pub(crate) trait ChildName {
+    fn name<'a>(&self, names: &'a [u8]) -> &'a [u8];
+}
+
+/// Whether the walk goes on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Continue,
+    /// Stop the whole walk: every thread stops at its next chunk.
+    Stop,
+}
+
+/// Receives the walk's output on the thread that read it. In a parallel walk
+/// each worker thread has its own visitor (see [`WalkBuilder::visit`]).
+pub trait Visitor: Send {
+    /// A batch of entries from one directory. The chunk may be emptied or
+    /// taken ([`Chunk::take`]); the walk reuses its buffers afterwards.
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow;
+
+    /// An error at one path; the walk goes on unless this returns `Stop`.
+    fn error(&mut self, error: Error) -> Flow {
+        let _ = error;
+        Flow::Continue
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct Config {
+    pub(crate) order: Order,
+    pub(crate) threads: usize,
+    pub(crate) min_depth: usize,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) follow_links: bool,
+    pub(crate) same_file_system: bool,
+    pub(crate) skip_hidden: bool,
+    pub(crate) metadata: bool,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) chunk_size: usize,
+    pub(crate) max_open_fds: Option<usize>,
+    pub(crate) filter: Option<Arc<dyn EntryFilter>>,
+}
+
+/// Builds and runs a walk.
+///
+/// ```
+/// use fnd_walk::{Chunk, Flow, Order, Visitor, WalkBuilder};
+///
+/// struct Count(usize);
+/// impl Visitor for Count {
+///     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+///         self.0 += chunk.len();
+///         Flow::Continue
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("a")).unwrap();
+/// std::fs::write(dir.path().join("a/b"), "x").unwrap();
+/// let mut total = 0;
+/// WalkBuilder::new(dir.path()).order(Order::DepthFirst).min_depth(1).visit(|| Count(0), |c| total += c.0);
+/// assert_eq!(total, 2);
+/// ```
+#[derive(Clone)]
+pub struct WalkBuilder {
+    roots: Vec<PathBuf>,
+    cfg: Config,
+}
+
+impl WalkBuilder {
+    /// A walk over one root.
+    pub fn new(root: impl AsRef<Path>) -> Self {
+        WalkBuilder {
+            roots: vec![root.as_ref().to_path_buf()],
+            cfg: Config {
+                order: Order::default(),
+                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                min_depth: 0,
+                max_depth: None,
+                follow_links: false,
+                same_file_system: false,
+                skip_hidden: false,
+                metadata: false,
+                sort: None,
+                chunk_size: 512,
+                max_open_fds: None,
+                filter: None,
+            },
+        }
+    }
+
+    /// Another root, walked after (or, in parallel, alongside) the others.
+    pub fn add_root(mut self, root: impl AsRef<Path>) -> Self {
+        self.roots.push(root.as_ref().to_path_buf());
+        self
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    pub fn order(mut self, order: Order) -> Self {
+        self.cfg.order = order;
+        self
+    }
+
+    /// Worker threads for [`Order::Parallel`] (0 means one per core).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.cfg.threads = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        self
+    }
+
+    /// Entries shallower than this are not yielded (a root is depth 0).
+    pub fn min_depth(mut self, depth: usize) -> Self {
+        self.cfg.min_depth = depth;
+        self
+    }
+
+    /// Directories at this depth are yielded but not read.
+    pub fn max_depth(mut self, depth: Option<usize>) -> Self {
+        self.cfg.max_depth = depth;
+        self
+    }
+
+    /// Descend into symlinks to directories; a link back to an ancestor is
+    /// reported as an error (a loop) and not walked.
+    pub fn follow_links(mut self, yes: bool) -> Self {
+        self.cfg.follow_links = yes;
+        self
+    }
+
+    /// Do not read directories on another file system than their root.
+    pub fn same_file_system(mut self, yes: bool) -> Self {
+        self.cfg.same_file_system = yes;
+        self
+    }
+
+    /// Skip entries whose name starts with `.` (and do not descend into them).
+    pub fn skip_hidden(mut self, yes: bool) -> Self {
+        self.cfg.skip_hidden = yes;
+        self
+    }
+
+    /// Stat every yielded entry before its chunk is visited, relative to its
+    /// directory, on the thread that read it (see [`EntryRef::cached_metadata`](crate::EntryRef::cached_metadata)).
+    pub fn metadata(mut self, yes: bool) -> Self {
+        self.cfg.metadata = yes;
+        self
+    }
+
+    /// Sort each directory's entries (a directory is then read whole before
+    /// its entries are yielded) and read subdirectories in that order.
+    pub fn sort(mut self, sort: Option<Sort>) -> Self {
+        self.cfg.sort = sort;
+        self
+    }
+
+    /// Most entries per chunk.
+    pub fn chunk_size(mut self, n: usize) -> Self {
+        self.cfg.chunk_size = n.max(1);
+        self
+    }
+
+    /// Most directory descriptors kept open for later `openat`s (default:
+    /// from `RLIMIT_NOFILE`, leaving room for the rest of the process).
+    pub fn max_open_fds(mut self, n: usize) -> Self {
+        self.cfg.max_open_fds = Some(n);
+        self
+    }
+
+    /// Decide per entry whether it is yielded and whether the walk descends.
+    pub fn filter(mut self, filter: Option<Arc<dyn EntryFilter>>) -> Self {
+        self.cfg.filter = filter;
+        self
+    }
+
+    /// Run the walk. `make` creates one visitor per worker thread (one in
+    /// all for the serial orders); `done` receives each visitor when its
+    /// thread has finished, on the calling thread.
+    pub fn visit<V, M, D>(&self, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        let shared = Shared::new(self);
+        crate::schedule::run(&shared, make, done);
+    }
+}
+
+/// Directory descriptors kept open by all walks of the process: the limit
+/// is per process, so the budget is too.
+static OPEN_FDS: AtomicUsize = AtomicUsize::new(0);
+
+pub(crate) fn reserve_fd(shared: &Shared) -> bool {
+    if OPEN_FDS.fetch_add(1, Ordering::AcqRel) < shared.fd_budget {
+        true
+    } else {
+        OPEN_FDS.fetch_sub(1, Ordering::AcqRel);
+        false
+    }
+}
+
+pub(crate) fn release_fd() {
+    OPEN_FDS.fetch_sub(1, Ordering::AcqRel);
+}
+
+/// What every thread of one walk shares.
+pub(crate) struct Shared {
+    pub(crate) cfg: Config,
+    pub(crate) roots: Vec<Vec<u8>>,
+    stop: AtomicBool,
+    fd_budget: usize,
+}
+
+impl Shared {
+    fn new(b: &WalkBuilder) -> Self {
+        let threads = if b.cfg.order == Order::Parallel { b.cfg.threads.max(1) } else { 1 };
+        let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024) as usize;
+            // Each thread may hold a directory being read plus two for an
+            // open by path; stdio and the caller need a few more.
+            limit.saturating_sub(16 + 4 * threads).min(4096)
+        });
+        Shared {
+            cfg: Config { threads, ..b.cfg.clone() },
+            roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
+            stop: AtomicBool::new(false),
+            fd_budget,
+        }
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn follow_links(&self) -> bool {
+        self.cfg.follow_links
+    }
+
+    pub(crate) fn root_path(&self, root: usize) -> &[u8] {
+        &self.roots[root]
+    }
+
+    /// Device of the root a directory lies under.
+    pub(crate) fn root_dev(&self, dir: &Arc<Dir>) -> u64 {
+        let mut d: &Arc<Dir> = dir;
+        while let Some(p) = &d.parent {
+            d = p;
+        }
+        d.dev
+    }
+}
