@@ -30,6 +30,9 @@ pub struct RawEntry<'a> {
     pub file_type: FileType,
     /// The type of a symlink's target when the walk follows links.
     pub target_type: FileType,
+    /// The directory holding the entry, open: a filter that needs metadata
+    /// stats relative to it (`fstatat(dir_fd, name)`) instead of by path.
+    pub dir_fd: BorrowedFd<'a>,
 }
 
 impl RawEntry<'_> {

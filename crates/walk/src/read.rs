@@ -176,7 +176,7 @@ impl Reader {
             };
             let decision = match &cfg.filter {
                 Some(filter) => {
-                    let raw_entry = RawEntry { name, parent_prefix: &dir.prefix, depth, file_type, target_type };
+                    let raw_entry = RawEntry { name, parent_prefix: &dir.prefix, depth, file_type, target_type, dir_fd: fd };
                     filter.decide(dir.filter_state.as_ref(), &raw_entry)
                 }
                 None => crate::filter::Decision::KEEP,
