@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Cold-cache benchmark: the page, dentry and inode caches are dropped before
+# every run, so each walk waits on the disk (or on whatever file system is
+# under the tree). What wins there is the amount of useful I/O in flight,
+# not CPU time, so fnd is compared at several thread counts and I/O depths.
+#
+# Usage: bench/cold.sh [-r RUNS] [--du] [--list] [TREE...]
+#   TREE       default /data/trees/src
+#   --list     the listing comparison (default when neither is given)
+#   --du       the disk-usage comparison (fdu -s against du and friends)
+# Environment: FND, FDU (binaries; default target/release/*), FLOOR
+# (default /tmp/floor, built from floor.c next to the trees if missing).
+#
+# Needs root: dropping caches writes /proc/sys/vm/drop_caches. Otherwise it
+# says so and exits without measuring (a warm run would be meaningless here).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+runs=7
+modes=()
+trees=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -r) runs=$2; shift 2 ;;
+        --du) modes+=(du); shift ;;
+        --list) modes+=(list); shift ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) trees+=("$1"); shift ;;
+    esac
+done
+[ ${#modes[@]} -gt 0 ] || modes=(list)
+[ ${#trees[@]} -gt 0 ] || trees=(/data/trees/src)
+
+if ! { [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ] && sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+    echo "cold.sh: cannot drop caches (needs root and a writable /proc/sys/vm/drop_caches); skipping" >&2
+    exit 0
+fi
+command -v hyperfine >/dev/null || { echo "cold.sh: hyperfine not found; skipping" >&2; exit 0; }
+
+fnd=${FND:-$here/target/release/fnd}
+fdu=${FDU:-$here/target/release/fdu}
+floor=${FLOOR:-/tmp/floor}
+if [ ! -x "$floor" ] && [ -f /work/shared/floor.c ]; then
+    cc -O2 -o "$floor" /work/shared/floor.c
+fi
+
+drop="sh -c 'sync; echo 3 > /proc/sys/vm/drop_caches'"
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "$1" ]; }
+
+summarize() { # json: median of each command, and its ratio to the best anchor
+    # (the fastest other tool; the floor is a reference, not an anchor)
+    python3 - "$1" <<'PY'
+import json, statistics, sys
+res = json.load(open(sys.argv[1]))["results"]
+med = {r["command"]: statistics.median(r["times"]) for r in res}
+anchors = {c: t for c, t in med.items() if not c.startswith(("fnd", "fdu", "floor"))}
+best = min(anchors.values()) if anchors else None
+best_name = min(anchors, key=anchors.get) if anchors else "-"
+print(f"{'command':<34} {'median ms':>10} {'x best anchor':>14}")
+for c, t in med.items():
+    ratio = f"{t / best:.2f}" if best else "-"
+    print(f"{c:<34} {t * 1000:>10.1f} {ratio:>14}")
+print(f"best anchor: {best_name}")
+PY
+}
+
+run() { # name, tree, commands...
+    local name=$1 tree=$2; shift 2
+    local json
+    json=$(mktemp /tmp/cold-XXXXXX.json)
+    echo "== $name: $tree (cold, $runs runs each) =="
+    (cd "$tree" && hyperfine -N --style basic --runs "$runs" --prepare "$drop" --export-json "$json" "$@" >/dev/null)
+    summarize "$json"
+    rm -f "$json"
+}
+
+for tree in "${trees[@]}"; do
+    for mode in "${modes[@]}"; do
+        cmds=()
+        if [ "$mode" = list ]; then
+            cmds+=(-n floor "$floor .")
+            for j in 1 2 4 8 16; do cmds+=(-n "fnd -u -j$j" "$fnd -u -j$j"); done
+            have bfs && cmds+=(-n bfs "bfs .")
+            if have fd; then
+                cmds+=(-n fd "fd -u" -n "fd -j8" "fd -u -j8")
+            fi
+            have find && cmds+=(-n find "find .")
+        else
+            cmds+=(-n "floor -s" "$floor -s .")
+            have "$fdu" && cmds+=(-n "fdu -s" "$fdu -s .")
+            cmds+=(-n "du -s" "du -s .")
+            have diskus && cmds+=(-n diskus "diskus .")
+            have pdu && cmds+=(-n pdu "pdu --quantity=blocks --max-depth=1 .")
+            have dust && cmds+=(-n dust "dust -d 0 .")
+        fi
+        run "$mode" "$tree" "${cmds[@]}"
+    done
+done
