@@ -283,3 +283,139 @@ impl std::fmt::Debug for EntryRef<'_> {
 }
 
 use std::os::unix::ffi::OsStringExt;
+
+impl<'a> EntryRef<'a> {
+    /// An owned copy of the entry (one allocation, for its path), carrying
+    /// the bulk-fetched metadata along when the walk fetched it.
+    ///
+    /// ```
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a.txt"), "x").unwrap();
+    /// let found = std::sync::Mutex::new(Vec::new());
+    /// WalkBuilder::new(dir.path()).min_depth(1).for_each(|entry| {
+    ///     found.lock().unwrap().push(entry.unwrap().to_entry());
+    ///     Flow::Continue
+    /// });
+    /// let found = found.into_inner().unwrap();
+    /// assert_eq!(found[0].file_name(), "a.txt");
+    /// assert_eq!(found[0].path(), dir.path().join("a.txt"));
+    /// ```
+    pub fn to_entry(&self) -> Entry {
+        let prefix = &self.chunk.dir.prefix;
+        let name = self.name_bytes();
+        let mut path = Vec::with_capacity(prefix.len() + name.len());
+        path.extend_from_slice(prefix);
+        path.extend_from_slice(name);
+        let s = self.slot();
+        Entry {
+            path: PathBuf::from(std::ffi::OsString::from_vec(path)),
+            name_start: prefix.len(),
+            depth: self.depth(),
+            file_type: s.file_type,
+            target_type: s.target_type,
+            ino: s.ino,
+            metadata: self.cached_metadata().copied(),
+        }
+    }
+}
+
+/// An owned entry, as the entry iterator ([`WalkBuilder::iter`](crate::WalkBuilder::iter)) yields it.
+///
+/// It holds what the directory listing said (name, type, inode), its depth,
+/// and the metadata the walk fetched in bulk when it was asked to
+/// ([`WalkBuilder::metadata`](crate::WalkBuilder::metadata)).
+///
+/// ```
+/// use fnd_walk::{FileType, WalkBuilder};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+/// for entry in WalkBuilder::new(dir.path()).min_depth(1).metadata(true).iter() {
+///     let entry = entry.unwrap();
+///     assert_eq!(entry.file_name(), "notes.txt");
+///     assert_eq!(entry.depth(), 1);
+///     assert_eq!(entry.file_type(), FileType::File);
+///     assert_eq!(entry.cached_metadata().unwrap().size, 5);
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    path: PathBuf,
+    /// Where the name starts in `path` (0 for a root: its name is its path).
+    name_start: usize,
+    depth: usize,
+    file_type: FileType,
+    target_type: FileType,
+    ino: u64,
+    metadata: Option<Metadata>,
+}
+
+impl Entry {
+    /// The entry's path: the root as given, then `/name` per level.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path's bytes (never converted to UTF-8).
+    pub fn path_bytes(&self) -> &[u8] {
+        self.path.as_os_str().as_bytes()
+    }
+
+    /// The path, without copying it.
+    pub fn into_path(self) -> PathBuf {
+        self.path
+    }
+
+    /// The entry's name as its directory stores it (for a root: the root path as given).
+    pub fn file_name(&self) -> &OsStr {
+        OsStr::from_bytes(self.name_bytes())
+    }
+
+    /// The name's bytes.
+    pub fn name_bytes(&self) -> &[u8] {
+        &self.path_bytes()[self.name_start..]
+    }
+
+    /// Depth below its root (a root is 0).
+    pub fn depth(&self) -> usize {
+        self.depth
+    }
+
+    /// The type `getdents64` reported (a symlink stays a symlink, even when followed).
+    pub fn file_type(&self) -> FileType {
+        self.file_type
+    }
+
+    /// The type after following a symlink when the walk follows links;
+    /// otherwise the same as [`file_type`](Self::file_type).
+    pub fn target_type(&self) -> FileType {
+        self.target_type
+    }
+
+    /// Inode number from the directory listing.
+    pub fn ino(&self) -> u64 {
+        self.ino
+    }
+
+    /// True for a root of the walk.
+    pub fn is_root(&self) -> bool {
+        self.name_start == 0
+    }
+
+    /// Metadata the walk fetched in bulk, if it was asked to and the stat succeeded.
+    pub fn cached_metadata(&self) -> Option<&Metadata> {
+        self.metadata.as_ref()
+    }
+
+    /// The entry's metadata, without following a final symlink (unless the
+    /// walk follows links): the bulk-fetched one when there is one, else one
+    /// stat by path.
+    pub fn metadata(&self) -> std::io::Result<Metadata> {
+        match self.metadata {
+            Some(m) => Ok(m),
+            None => crate::meta::stat_path(&self.path, false),
+        }
+    }
+}

@@ -13,13 +13,16 @@ mod dir;
 pub mod entry;
 pub mod error;
 pub mod filter;
+mod hooks;
+mod iter;
 pub mod meta;
 mod read;
 mod schedule;
 mod walker;
 
-pub use entry::{Chunk, EntryRef, FileType};
+pub use entry::{Chunk, Entry, EntryRef, FileType};
 pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+pub use iter::{Chunks, Walk};
 pub use meta::Metadata;
 pub use walker::{Flow, Order, Sort, Visitor, WalkBuilder};

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::dir::Dir;
-use crate::entry::Chunk;
+use crate::entry::{Chunk, EntryRef};
 use crate::error::Error;
-use crate::filter::EntryFilter;
+use crate::filter::{EntryFilter, RawEntry};
 
 /// The order directories are read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -85,6 +85,13 @@ pub(crate) struct Config {
     pub(crate) chunk_size: usize,
     pub(crate) max_open_fds: Option<usize>,
     pub(crate) filter: Option<Arc<dyn EntryFilter>>,
+    /// Filters added by the closure conveniences, judged after `filter`.
+    pub(crate) hooks: Vec<Arc<dyn EntryFilter>>,
+    pub(crate) lenient: bool,
+    /// Chunks an iterator's channel holds before the walk waits for the consumer.
+    pub(crate) buffer_chunks: Option<usize>,
+    /// A stop flag shared with the walk's owner (an iterator sets it when dropped).
+    pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
 /// Builds and runs a walk.
@@ -110,7 +117,7 @@ pub(crate) struct Config {
 #[derive(Clone)]
 pub struct WalkBuilder {
     roots: Vec<PathBuf>,
-    cfg: Config,
+    pub(crate) cfg: Config,
 }
 
 impl WalkBuilder {
@@ -131,6 +138,10 @@ impl WalkBuilder {
                 chunk_size: 512,
                 max_open_fds: None,
                 filter: None,
+                hooks: Vec::new(),
+                lenient: false,
+                buffer_chunks: None,
+                stop: None,
             },
         }
     }
@@ -223,14 +234,193 @@ impl WalkBuilder {
     /// Run the walk. `make` creates one visitor per worker thread (one in
     /// all for the serial orders); `done` receives each visitor when its
     /// thread has finished, on the calling thread.
-    pub fn visit<V, M, D>(&self, make: M, done: D)
+    pub fn visit<V, M, D>(&self, make: M, mut done: D)
     where
         V: Visitor,
         M: Fn() -> V + Sync,
         D: FnMut(V),
     {
         let shared = Shared::new(self);
-        crate::schedule::run(&shared, make, done);
+        if self.cfg.lenient {
+            crate::schedule::run(&shared, || Lenient(make()), |lenient| done(lenient.0));
+        } else {
+            crate::schedule::run(&shared, make, done);
+        }
+    }
+
+    /// Skip the errors a walk over a live tree meets as a matter of course
+    /// (see [`Error::is_benign`]: permission denied, an entry that vanished,
+    /// a symlink loop) instead of reporting them. Errors at a root are
+    /// reported all the same: a missing root is an error.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let missing = dir.path().join("missing");
+    /// let errors: Vec<_> = WalkBuilder::new(&missing).lenient(true).iter().filter_map(Result::err).collect();
+    /// assert_eq!(errors.len(), 1);
+    /// assert_eq!(errors[0].path(), missing);
+    /// ```
+    pub fn lenient(mut self, yes: bool) -> Self {
+        self.cfg.lenient = yes;
+        self
+    }
+
+    /// Do not read the directories for which `prune` returns true; they are
+    /// still yielded. It sees each directory (and each symlink to one, when
+    /// the walk follows links) once, on the thread that lists it, before the
+    /// walk decides to descend. Several prunes and [`keep`](Self::keep)s
+    /// combine: all must agree.
+    ///
+    /// ```
+    /// use fnd_walk::{Order, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir_all(dir.path().join("target/debug")).unwrap();
+    /// std::fs::create_dir_all(dir.path().join("src")).unwrap();
+    /// let names: Vec<_> = WalkBuilder::new(dir.path())
+    ///     .min_depth(1)
+    ///     .order(Order::DepthFirst)
+    ///     .sort(Some(fnd_walk::Sort::Name))
+    ///     .prune(|dir| dir.name == b"target")
+    ///     .iter()
+    ///     .map(|e| e.unwrap().file_name().to_owned())
+    ///     .collect();
+    /// assert_eq!(names, ["src", "target"]);
+    /// ```
+    pub fn prune(mut self, prune: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
+        self.cfg.hooks.push(Arc::new(crate::hooks::Prune(Box::new(prune))));
+        self
+    }
+
+    /// Yield only the entries for which `keep` returns true. Unlike
+    /// [`prune`](Self::prune) this decides nothing about descending: the
+    /// walk still reads directories it does not yield. Entries are judged on
+    /// the reading thread, before they are batched, so dropped ones cost no
+    /// copy and, with [`metadata`](Self::metadata), no stat. Roots are not
+    /// judged (use [`min_depth`](Self::min_depth)`(1)` to leave them out).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("src")).unwrap();
+    /// std::fs::write(dir.path().join("src/main.rs"), "fn main() {}").unwrap();
+    /// std::fs::write(dir.path().join("README"), "").unwrap();
+    /// let rust: Vec<_> = WalkBuilder::new(dir.path())
+    ///     .min_depth(1)
+    ///     .keep(|e| e.name.ends_with(b".rs"))
+    ///     .iter()
+    ///     .map(|e| e.unwrap().into_path())
+    ///     .collect();
+    /// assert_eq!(rust, [dir.path().join("src/main.rs")]);
+    /// ```
+    pub fn keep(mut self, keep: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
+        self.cfg.hooks.push(Arc::new(crate::hooks::Keep(Box::new(keep))));
+        self
+    }
+
+    /// Run the walk, calling `f` for every entry and error on the thread
+    /// that read it (so `f` is shared between threads). Returning
+    /// [`Flow::Stop`] stops every thread at its next chunk.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// for name in ["a", "b", "c"] {
+    ///     std::fs::write(dir.path().join(name), "").unwrap();
+    /// }
+    /// let files = AtomicUsize::new(0);
+    /// WalkBuilder::new(dir.path()).threads(2).for_each(|entry| {
+    ///     if entry.map_or(false, |e| e.file_type().is_file()) {
+    ///         files.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     Flow::Continue
+    /// });
+    /// assert_eq!(files.into_inner(), 3);
+    /// ```
+    pub fn for_each<F>(&self, f: F)
+    where
+        F: Fn(Result<EntryRef<'_>, Error>) -> Flow + Sync,
+    {
+        self.for_each_with(|| (), |_, entry| f(entry));
+    }
+
+    /// Like [`for_each`](Self::for_each), with a state per worker thread
+    /// made by `init`: no locks or atomics in the hot loop. Returns the
+    /// states, one per thread, for the caller to combine.
+    ///
+    /// ```
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a"), "12345").unwrap();
+    /// std::fs::write(dir.path().join("b"), "678").unwrap();
+    /// let sizes = WalkBuilder::new(dir.path()).min_depth(1).metadata(true).for_each_with(
+    ///     || 0u64,
+    ///     |total, entry| {
+    ///         if let Some(m) = entry.ok().and_then(|e| e.cached_metadata()) {
+    ///             *total += m.size;
+    ///         }
+    ///         Flow::Continue
+    ///     },
+    /// );
+    /// assert_eq!(sizes.iter().sum::<u64>(), 8);
+    /// ```
+    pub fn for_each_with<S, I, F>(&self, init: I, f: F) -> Vec<S>
+    where
+        S: Send,
+        I: Fn() -> S + Sync,
+        F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
+    {
+        let mut states = Vec::new();
+        let f = &f;
+        self.visit(|| EntryVisitor { state: init(), f }, |v| states.push(v.state));
+        states
+    }
+}
+
+/// Runs a closure per entry (see [`WalkBuilder::for_each_with`]).
+struct EntryVisitor<'f, S, F> {
+    state: S,
+    f: &'f F,
+}
+
+impl<S, F> Visitor for EntryVisitor<'_, S, F>
+where
+    S: Send,
+    F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
+{
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        for entry in chunk.iter() {
+            if (self.f)(&mut self.state, Ok(entry)) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        (self.f)(&mut self.state, Err(error))
+    }
+}
+
+/// Drops benign errors below the roots before the caller's visitor sees them.
+struct Lenient<V>(V);
+
+impl<V: Visitor> Visitor for Lenient<V> {
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        self.0.visit(chunk)
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if error.is_benign() && error.depth() > 0 {
+            return Flow::Continue;
+        }
+        self.0.error(error)
     }
 }
 
@@ -255,7 +445,7 @@ pub(crate) fn release_fd() {
 pub(crate) struct Shared {
     pub(crate) cfg: Config,
     pub(crate) roots: Vec<Vec<u8>>,
-    stop: AtomicBool,
+    stop: Arc<AtomicBool>,
     fd_budget: usize,
 }
 
@@ -268,10 +458,12 @@ impl Shared {
             // open by path; stdio and the caller need a few more.
             limit.saturating_sub(16 + 4 * threads).min(4096)
         });
+        let filters = b.cfg.filter.iter().chain(&b.cfg.hooks).cloned();
+        let filter = crate::hooks::Chain::of(filters);
         Shared {
-            cfg: Config { threads, ..b.cfg.clone() },
+            cfg: Config { threads, filter, ..b.cfg.clone() },
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
-            stop: AtomicBool::new(false),
+            stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
         }
     }

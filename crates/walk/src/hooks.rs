@@ -1,0 +1,91 @@
+//! Closure filters (`WalkBuilder::prune`, `WalkBuilder::keep`) and the chain
+//! that lets several [`EntryFilter`]s judge the same walk.
+//!
+//! The reader knows one filter; the builder folds every filter it was given
+//! into one [`Chain`], so adding a filter never touches the reading loop.
+
+use std::sync::Arc;
+
+use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+
+/// A predicate over raw entries, shared by every thread of a walk.
+pub(crate) type EntryPredicate = dyn Fn(&RawEntry<'_>) -> bool + Send + Sync;
+
+/// Directories for which the predicate holds are yielded but not read.
+pub(crate) struct Prune(pub(crate) Box<EntryPredicate>);
+
+impl EntryFilter for Prune {
+    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+        None
+    }
+
+    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        let descend = !entry.is_dir() || !(self.0)(entry);
+        Decision { emit: true, descend }
+    }
+}
+
+/// Only entries for which the predicate holds are yielded; the walk still
+/// descends into the directories it does not yield.
+pub(crate) struct Keep(pub(crate) Box<EntryPredicate>);
+
+impl EntryFilter for Keep {
+    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+        None
+    }
+
+    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        Decision { emit: (self.0)(entry), descend: true }
+    }
+}
+
+/// Two filters in turn: an entry is yielded when both yield it, and a
+/// directory is read when both descend. The second is not asked about an
+/// entry the first drops entirely.
+pub(crate) struct Chain {
+    first: Arc<dyn EntryFilter>,
+    second: Arc<dyn EntryFilter>,
+}
+
+/// The states of both filters of a [`Chain`] for one directory.
+struct ChainState {
+    first: Option<FilterState>,
+    second: Option<FilterState>,
+}
+
+impl Chain {
+    /// All `filters` as one, or `None` when there are none.
+    pub(crate) fn of(filters: impl IntoIterator<Item = Arc<dyn EntryFilter>>) -> Option<Arc<dyn EntryFilter>> {
+        filters.into_iter().reduce(|first, second| Arc::new(Chain { first, second }))
+    }
+
+    fn states(state: Option<&FilterState>) -> (Option<&FilterState>, Option<&FilterState>) {
+        match state.and_then(|s| s.downcast_ref::<ChainState>()) {
+            Some(s) => (s.first.as_ref(), s.second.as_ref()),
+            None => (None, None),
+        }
+    }
+}
+
+impl EntryFilter for Chain {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+        let (first_parent, second_parent) = Chain::states(parent);
+        let first = self.first.enter(dir, first_parent);
+        let second = self.second.enter(dir, second_parent);
+        // Stateless filters (closures) cost no allocation per directory.
+        if first.is_none() && second.is_none() {
+            return None;
+        }
+        Some(Arc::new(ChainState { first, second }))
+    }
+
+    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        let (first_state, second_state) = Chain::states(state);
+        let first = self.first.decide(first_state, entry);
+        if first == Decision::SKIP {
+            return first;
+        }
+        let second = self.second.decide(second_state, entry);
+        Decision { emit: first.emit && second.emit, descend: first.descend && second.descend }
+    }
+}

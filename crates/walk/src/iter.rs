@@ -1,0 +1,211 @@
+//! Iterators over a walk that runs on other threads.
+//!
+//! The walk (serial or parallel) runs on a background thread and its
+//! workers; they send whole chunks through a bounded channel, so the
+//! consumer pays one channel operation per chunk, not per entry, and a slow
+//! consumer makes the walkers wait instead of buffering the tree. Dropping
+//! the iterator stops the walk and waits for its threads to end.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::entry::{Chunk, Entry};
+use crate::error::Error;
+use crate::walker::{Flow, Order, Visitor, WalkBuilder};
+
+impl WalkBuilder {
+    /// Chunks the iterators' channel holds before the walking threads wait
+    /// for the consumer (default: 4 per walking thread). With at most
+    /// [`chunk_size`](Self::chunk_size) entries per chunk, this bounds what
+    /// an iterator buffers to `buffer_chunks × chunk_size` entries.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let walk = WalkBuilder::new(dir.path()).chunk_size(64).buffer_chunks(2);
+    /// assert_eq!(walk.iter().count(), 1); // the root
+    /// ```
+    pub fn buffer_chunks(mut self, n: usize) -> Self {
+        self.cfg.buffer_chunks = Some(n.max(1));
+        self
+    }
+
+    /// Start the walk on background threads and iterate over its chunks:
+    /// the fastest way to consume a walk from one thread. Each chunk holds
+    /// entries of one directory; errors come in between.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// for name in ["a", "b", "c"] {
+    ///     std::fs::write(dir.path().join(name), "").unwrap();
+    /// }
+    /// let mut entries = 0;
+    /// for chunk in WalkBuilder::new(dir.path()).min_depth(1).chunks() {
+    ///     entries += chunk.unwrap().len();
+    /// }
+    /// assert_eq!(entries, 3);
+    /// ```
+    pub fn chunks(&self) -> Chunks {
+        Chunks::start(self.clone())
+    }
+
+    /// Start the walk on background threads and iterate over its entries,
+    /// owned, one at a time (see [`chunks`](Self::chunks) for the batched
+    /// form, which saves the per-entry path allocation).
+    ///
+    /// ```
+    /// use fnd_walk::{Order, Sort, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("sub")).unwrap();
+    /// std::fs::write(dir.path().join("sub/file"), "").unwrap();
+    /// let paths: Vec<_> = WalkBuilder::new(dir.path())
+    ///     .order(Order::DepthFirst)
+    ///     .sort(Some(Sort::Name))
+    ///     .iter()
+    ///     .map(|entry| entry.unwrap().into_path())
+    ///     .collect();
+    /// assert_eq!(paths, [dir.path().to_path_buf(), dir.path().join("sub"), dir.path().join("sub/file")]);
+    /// ```
+    pub fn iter(&self) -> Walk {
+        Walk { chunks: self.chunks(), current: None, next_index: 0 }
+    }
+}
+
+impl IntoIterator for WalkBuilder {
+    type Item = Result<Entry, Error>;
+    type IntoIter = Walk;
+
+    fn into_iter(self) -> Walk {
+        Walk { chunks: Chunks::start(self), current: None, next_index: 0 }
+    }
+}
+
+impl IntoIterator for &WalkBuilder {
+    type Item = Result<Entry, Error>;
+    type IntoIter = Walk;
+
+    fn into_iter(self) -> Walk {
+        self.iter()
+    }
+}
+
+/// An iterator over the chunks of a walk running on other threads (see
+/// [`WalkBuilder::chunks`]). Dropping it stops the walk.
+pub struct Chunks {
+    receiver: Option<Receiver<Result<Chunk, Error>>>,
+    stop: Arc<AtomicBool>,
+    walker: Option<JoinHandle<()>>,
+}
+
+impl Chunks {
+    fn start(mut builder: WalkBuilder) -> Chunks {
+        let walking_threads = if builder.cfg.order == Order::Parallel { builder.cfg.threads.max(1) } else { 1 };
+        let capacity = builder.cfg.buffer_chunks.unwrap_or(4 * walking_threads);
+        let (sender, receiver) = crossbeam_channel::bounded(capacity);
+        let stop = Arc::new(AtomicBool::new(false));
+        builder.cfg.stop = Some(stop.clone());
+        let walker = std::thread::Builder::new()
+            .name("fnd-walk".into())
+            .spawn(move || {
+                let sender = &sender;
+                builder.visit(|| ChannelVisitor { sender: sender.clone() }, drop);
+            })
+            .expect("spawn the walk thread");
+        Chunks { receiver: Some(receiver), stop, walker: Some(walker) }
+    }
+
+    /// Wait for the walk's threads; a panic in one of them (in a filter
+    /// closure, say) is raised again here, on the consumer's thread.
+    fn join(&mut self) {
+        if let Some(walker) = self.walker.take() {
+            if let Err(panic) = walker.join() {
+                if !std::thread::panicking() {
+                    std::panic::resume_unwind(panic);
+                }
+            }
+        }
+    }
+}
+
+impl Iterator for Chunks {
+    type Item = Result<Chunk, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.receiver.as_ref()?.recv().ok();
+        if item.is_none() {
+            self.receiver = None;
+            self.join();
+        }
+        item
+    }
+}
+
+impl Drop for Chunks {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Dropping the receiver fails the walkers' pending and next sends,
+        // which stops them even mid-directory.
+        self.receiver = None;
+        self.join();
+    }
+}
+
+/// Sends each chunk (moved out, so the reader keeps its buffers' capacity)
+/// and each error to the iterator.
+struct ChannelVisitor {
+    sender: Sender<Result<Chunk, Error>>,
+}
+
+impl Visitor for ChannelVisitor {
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        match self.sender.send(Ok(chunk.take())) {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Stop,
+        }
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        match self.sender.send(Err(error)) {
+            Ok(()) => Flow::Continue,
+            Err(_) => Flow::Stop,
+        }
+    }
+}
+
+/// An iterator over the owned entries of a walk running on other threads
+/// (see [`WalkBuilder::iter`]). Dropping it stops the walk.
+pub struct Walk {
+    chunks: Chunks,
+    current: Option<Chunk>,
+    next_index: usize,
+}
+
+impl Iterator for Walk {
+    type Item = Result<Entry, Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(chunk) = &self.current {
+                if self.next_index < chunk.len() {
+                    let entry = chunk.get(self.next_index).to_entry();
+                    self.next_index += 1;
+                    return Some(Ok(entry));
+                }
+            }
+            match self.chunks.next()? {
+                Ok(chunk) => {
+                    self.current = Some(chunk);
+                    self.next_index = 0;
+                }
+                Err(error) => return Some(Err(error)),
+            }
+        }
+    }
+}
