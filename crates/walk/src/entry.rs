@@ -129,6 +129,13 @@ impl Chunk {
         (self.fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(self.fd) })
     }
 
+    /// The state the walk's filter attached to this chunk's directory (what
+    /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
+    /// a visitor can add to per-directory data without a lookup.
+    pub fn filter_state(&self) -> Option<&crate::filter::FilterState> {
+        self.dir.filter_state.as_ref()
+    }
+
     /// The entry at `index`.
     pub fn get(&self, index: usize) -> EntryRef<'_> {
         EntryRef { chunk: self, index }
