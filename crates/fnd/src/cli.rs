@@ -1,8 +1,12 @@
-//! Command-line options.
+//! Command-line options: fd 10.5's, spelt and defaulted as fd does, plus
+//! `--order` and `--sort`. Every flag may appear anywhere and more than once;
+//! the last occurrence wins (`args_override_self`), and `--no-…` twins undo
+//! their flag.
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{ArgAction, Parser, ValueEnum};
 
 /// Traversal order of `--order`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -15,32 +19,279 @@ pub enum OrderArg {
     Parallel,
 }
 
+/// Sort key of `--sort`: entries are sorted within each directory and the
+/// output still streams in tree order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SortArg {
+    Name,
+    Size,
+    Mtime,
+}
+
+/// Entry types of `-t/--type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TypeArg {
+    #[value(alias = "f")]
+    File,
+    #[value(alias = "d", alias = "dir")]
+    Directory,
+    #[value(alias = "l")]
+    Symlink,
+    #[value(alias = "b")]
+    BlockDevice,
+    #[value(alias = "c")]
+    CharDevice,
+    #[value(alias = "x")]
+    Executable,
+    #[value(alias = "e")]
+    Empty,
+    #[value(alias = "s")]
+    Socket,
+    #[value(alias = "p")]
+    Pipe,
+}
+
+/// When `--strip-cwd-prefix` strips `./`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StripCwdWhen {
+    /// Strip unless the output feeds a command or uses NUL separators.
+    Auto,
+    Always,
+    Never,
+}
+
 #[derive(Parser, Debug)]
-#[command(name = "fnd", version, about = "A fast, fd-compatible file finder")]
+#[command(
+    name = "fnd",
+    version,
+    about = "A fast, fd-compatible file finder. By default it respects gitignore rules, skips \
+             hidden entries, and is case-insensitive unless the pattern has an uppercase letter.",
+    max_term_width = 98,
+    args_override_self = true
+)]
 pub struct Cli {
-    /// Include hidden files and directories.
+    /// Include hidden files and directories (names starting with '.').
     #[arg(short = 'H', long)]
     pub hidden: bool,
+    #[arg(long, overrides_with = "hidden", hide = true)]
+    pub no_hidden: bool,
 
-    /// Do not respect ignore files.
+    /// Do not respect .gitignore, .ignore, .fdignore or the global ignore file.
     #[arg(short = 'I', long)]
     pub no_ignore: bool,
+    #[arg(long, overrides_with = "no_ignore", hide = true)]
+    pub ignore: bool,
 
-    /// Unrestricted: alias for `--hidden --no-ignore`.
-    #[arg(short = 'u', long = "unrestricted", action = clap::ArgAction::Count)]
+    /// Do not respect .gitignore files (nor git's exclude and global excludes).
+    #[arg(long, hide_short_help = true)]
+    pub no_ignore_vcs: bool,
+    #[arg(long, overrides_with = "no_ignore_vcs", hide = true)]
+    pub ignore_vcs: bool,
+
+    /// Respect gitignore rules outside git repositories too.
+    #[arg(long, overrides_with = "require_git", hide_short_help = true)]
+    pub no_require_git: bool,
+    #[arg(long, overrides_with = "no_require_git", hide = true)]
+    pub require_git: bool,
+
+    /// Do not respect ignore files in the directories above the search paths.
+    #[arg(long, hide_short_help = true)]
+    pub no_ignore_parent: bool,
+    #[arg(long, overrides_with = "no_ignore_parent", hide = true)]
+    pub ignore_parent: bool,
+
+    /// Do not respect the global ignore file ($XDG_CONFIG_HOME/fd/ignore).
+    #[arg(long, hide = true)]
+    pub no_global_ignore_file: bool,
+
+    /// Unrestricted search: alias for '--no-ignore --hidden'.
+    #[arg(short = 'u', long = "unrestricted", action = ArgAction::Count, overrides_with_all = ["ignore", "no_hidden"], hide_short_help = true)]
     pub unrestricted: u8,
 
-    /// Number of worker threads (default: number of cores).
-    #[arg(short = 'j', long, value_name = "num")]
-    pub threads: Option<usize>,
+    /// Case-sensitive search (default: smart case).
+    #[arg(short = 's', long, overrides_with = "ignore_case")]
+    pub case_sensitive: bool,
 
-    /// Traversal order.
-    #[arg(long, value_enum, default_value = "parallel")]
+    /// Case-insensitive search (default: smart case).
+    #[arg(short = 'i', long, overrides_with = "case_sensitive")]
+    pub ignore_case: bool,
+
+    /// Glob-based search ('*' does not match '/').
+    #[arg(short = 'g', long, conflicts_with = "fixed_strings")]
+    pub glob: bool,
+
+    /// Regular-expression based search (default).
+    #[arg(long, overrides_with = "glob", hide_short_help = true)]
+    pub regex: bool,
+
+    /// Treat the pattern as a literal substring.
+    #[arg(short = 'F', long, alias = "literal", hide_short_help = true)]
+    pub fixed_strings: bool,
+
+    /// Match the entire file name (or path with -p) literally.
+    #[arg(long, conflicts_with_all = ["glob", "fixed_strings"], hide_short_help = true)]
+    pub exact: bool,
+
+    /// Additional patterns that must all match too.
+    #[arg(long = "and", value_name = "pattern", allow_hyphen_values = true, hide_short_help = true)]
+    pub and: Vec<String>,
+
+    /// Show absolute instead of relative paths.
+    #[arg(short = 'a', long)]
+    pub absolute_path: bool,
+    #[arg(long, overrides_with = "absolute_path", hide = true)]
+    pub relative_path: bool,
+
+    /// Descend into symlinked directories.
+    #[arg(short = 'L', long, alias = "dereference")]
+    pub follow: bool,
+    #[arg(long, overrides_with = "follow", hide = true)]
+    pub no_follow: bool,
+
+    /// Match the pattern against the full absolute path (default: file name only).
+    #[arg(short = 'p', long)]
+    pub full_path: bool,
+
+    /// Separate results by NUL instead of newline.
+    #[arg(short = '0', long = "print0", hide_short_help = true)]
+    pub print0: bool,
+
+    /// Maximum search depth (default: none).
+    #[arg(short = 'd', long, value_name = "depth", alias = "maxdepth")]
+    pub max_depth: Option<usize>,
+
+    /// Only show results at this depth or deeper.
+    #[arg(long, value_name = "depth", alias = "mindepth", hide_short_help = true)]
+    pub min_depth: Option<usize>,
+
+    /// Only show results at exactly this depth.
+    #[arg(long, value_name = "depth", conflicts_with_all = ["max_depth", "min_depth"], hide_short_help = true)]
+    pub exact_depth: Option<usize>,
+
+    /// Exclude entries matching this glob (gitignore syntax); overrides all other ignore logic.
+    #[arg(short = 'E', long, value_name = "glob")]
+    pub exclude: Vec<String>,
+
+    /// Do not descend into directories that match.
+    #[arg(long, conflicts_with_all = ["size", "exact_depth"], hide_short_help = true)]
+    pub prune: bool,
+
+    /// Filter by type: file (f), directory (d/dir), symlink (l), executable (x),
+    /// empty (e), socket (s), pipe (p), char-device (c), block-device (b).
+    #[arg(short = 't', long = "type", value_name = "filetype", value_enum, hide_possible_values = true)]
+    pub file_type: Vec<TypeArg>,
+
+    /// Filter by extension (case-insensitive; repeatable).
+    #[arg(short = 'e', long = "extension", value_name = "ext")]
+    pub extension: Vec<String>,
+
+    /// Limit results by size: <+-><NUM><UNIT>, units b, k, m, g, t, ki, mi, gi, ti.
+    #[arg(short = 'S', long, value_name = "size", allow_hyphen_values = true, value_parser = crate::filter::SizeLimit::parse)]
+    pub size: Vec<crate::filter::SizeLimit>,
+
+    /// Only entries modified after this (duration like 10h or 2weeks, or a date).
+    #[arg(long, value_name = "date|dur", aliases = ["change-newer-than", "newer", "changed-after"])]
+    pub changed_within: Option<String>,
+
+    /// Only entries modified before this (duration like 10h or 2weeks, or a date).
+    #[arg(long, value_name = "date|dur", aliases = ["change-older-than", "older"])]
+    pub changed_before: Option<String>,
+
+    /// Filter by owning user and/or group: [(user|uid)][:(group|gid)], '!' negates.
+    #[arg(short = 'o', long, value_name = "user:group", value_parser = crate::filter::OwnerFilter::parse)]
+    pub owner: Option<crate::filter::OwnerFilter>,
+
+    /// Add a custom ignore file in '.gitignore' format (low precedence).
+    #[arg(long, value_name = "path", hide_short_help = true)]
+    pub ignore_file: Vec<PathBuf>,
+
+    /// Skip directories that contain an entry of this name.
+    #[arg(long, value_name = "name")]
+    pub ignore_contain: Vec<String>,
+
+    /// Number of threads (default: number of cores).
+    #[arg(short = 'j', long, value_name = "num", hide_short_help = true, value_parser = str::parse::<NonZeroUsize>)]
+    pub threads: Option<NonZeroUsize>,
+
+    /// Stop after this many results.
+    #[arg(long, value_name = "count", overrides_with = "max_one_result", hide_short_help = true)]
+    pub max_results: Option<usize>,
+
+    /// Stop after the first result (alias for '--max-results=1').
+    #[arg(short = '1', overrides_with = "max_results", hide_short_help = true)]
+    pub max_one_result: bool,
+
+    /// Print nothing; exit 0 when something matches, 1 otherwise.
+    #[arg(short = 'q', long, alias = "has-results", conflicts_with = "max_results", hide_short_help = true)]
+    pub quiet: bool,
+
+    /// Report file-system errors (unreadable directories, loops…).
+    #[arg(long, hide_short_help = true)]
+    pub show_errors: bool,
+
+    /// Change the working directory first; results are relative to it.
+    #[arg(short = 'C', long, value_name = "path", hide_short_help = true)]
+    pub base_directory: Option<PathBuf>,
+
+    /// The search pattern (a regular expression, unless '--glob' is used; optional).
+    #[arg(value_name = "pattern", default_value = "", hide_default_value = true)]
+    pub pattern: String,
+
+    /// Separator printed between path components.
+    #[arg(long, value_name = "separator", hide_short_help = true)]
+    pub path_separator: Option<String>,
+
+    /// The root directories to search (default: the working directory).
+    #[arg(value_name = "path", action = ArgAction::Append)]
+    pub path: Vec<PathBuf>,
+
+    /// Paths to search, as an alternative to the positional <path>.
+    #[arg(long, value_name = "search-path", conflicts_with = "path", hide_short_help = true)]
+    pub search_path: Vec<PathBuf>,
+
+    /// Strip the './' prefix from results: auto (unless -0 or a command), always, never.
+    #[arg(long, value_name = "when", conflicts_with_all = ["path", "search_path"], require_equals = true, num_args = 0..=1, default_missing_value = "always", hide_short_help = true)]
+    pub strip_cwd_prefix: Option<StripCwdWhen>,
+
+    /// Do not descend into other file systems (aliases: --mount, --xdev).
+    #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
+    pub one_file_system: bool,
+
+    /// Traversal order (beyond fd).
+    #[arg(long, value_enum, default_value = "parallel", hide_short_help = true)]
     pub order: OrderArg,
 
-    /// The search pattern (a regular expression).
-    pub pattern: Option<String>,
+    /// Sort entries within each directory; output still streams in tree order
+    /// (beyond fd; implies a single thread).
+    #[arg(long, value_enum, value_name = "key", hide_short_help = true)]
+    pub sort: Option<SortArg>,
+}
 
-    /// Directories to search (default: the working directory).
-    pub paths: Vec<PathBuf>,
+impl Cli {
+    /// `-u` once or more.
+    pub fn unrestricted(&self) -> bool {
+        self.unrestricted > 0
+    }
+
+    pub fn max_depth(&self) -> Option<usize> {
+        self.max_depth.or(self.exact_depth)
+    }
+
+    pub fn min_depth(&self) -> Option<usize> {
+        self.min_depth.or(self.exact_depth)
+    }
+
+    /// `--max-results 0` means no limit, as in fd.
+    pub fn max_results(&self) -> Option<usize> {
+        self.max_results.filter(|&m| m > 0).or_else(|| self.max_one_result.then_some(1))
+    }
+
+    /// The paths given, positional or `--search-path`; empty for the default.
+    pub fn given_paths(&self) -> &[PathBuf] {
+        if !self.path.is_empty() {
+            &self.path
+        } else {
+            &self.search_path
+        }
+    }
 }

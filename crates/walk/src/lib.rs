@@ -13,6 +13,7 @@ mod dir;
 pub mod entry;
 pub mod error;
 pub mod filter;
+pub mod ignore;
 mod hooks;
 mod iter;
 pub mod meta;

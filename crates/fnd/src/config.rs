@@ -1,0 +1,228 @@
+//! From parsed options to what the walk needs, checked in fd's order (base
+//! directory, search paths, patterns, filters), so the first error reported
+//! is the one fd would report.
+
+use std::path::{Path, PathBuf};
+
+use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter};
+use fnd_walk::{Order, Sort};
+
+use crate::cli::{Cli, OrderArg, SortArg, StripCwdWhen};
+use crate::error::print_error;
+use crate::filter::{EntryFilters, TimeLimit, TypeFilter};
+use crate::paths::{self, PathStyle};
+use crate::pattern::{self, NameMatcher, Syntax};
+
+/// Everything a search needs, resolved.
+pub struct Config {
+    pub roots: Vec<PathBuf>,
+    pub matcher: NameMatcher,
+    pub filters: EntryFilters,
+    /// Hidden entries and ignore files; `None` when neither applies (or
+    /// hidden entries alone are skipped, which the walk does for free).
+    pub ignore: Option<IgnoreFilter>,
+    /// Skip hidden entries in the walk itself (no ignore filter needed).
+    pub skip_hidden: bool,
+    pub follow: bool,
+    pub one_file_system: bool,
+    pub min_depth: usize,
+    pub max_depth: Option<usize>,
+    pub prune: bool,
+    pub threads: usize,
+    pub order: Order,
+    pub sort: Option<Sort>,
+    pub max_results: Option<usize>,
+    pub quiet: bool,
+    pub show_errors: bool,
+    pub null_separator: bool,
+    pub path_style: PathStyle,
+}
+
+/// A fatal error: its message (printed as `[fnd error]: …`, exit 1).
+pub type Fatal = String;
+
+impl Config {
+    /// `has_command`: results feed a command (`-x`/`-X`/`-l`), which keeps
+    /// the `./` prefix by default, as `-0` does.
+    pub fn new(cli: &Cli, has_command: bool) -> Result<Config, Fatal> {
+        if let Some(base) = &cli.base_directory {
+            if !paths::is_existing_dir(base) {
+                return Err(format!("The '--base-directory' path '{}' is not a directory.", base.to_string_lossy()));
+            }
+            std::env::set_current_dir(base)
+                .map_err(|e| format!("Could not set '{}' as the current working directory: {e}", base.to_string_lossy()))?;
+        }
+        let roots = search_roots(cli)?;
+
+        if !cli.full_path {
+            for p in std::iter::once(&cli.pattern).chain(&cli.and) {
+                pattern::check_not_a_path(p)?;
+            }
+        }
+        let syntax = Syntax::from_cli(cli);
+        let sources = cli
+            .and
+            .iter()
+            .chain(std::iter::once(&cli.pattern))
+            .map(|p| pattern::to_regex(p, syntax))
+            .collect::<Result<Vec<_>, _>>()?;
+        let case_sensitive = !cli.ignore_case && (cli.case_sensitive || sources.iter().any(|s| pattern::has_uppercase(s)));
+
+        let mut times = Vec::new();
+        for (arg, make) in [
+            (&cli.changed_within, TimeLimit::After as fn(_) -> _),
+            (&cli.changed_before, TimeLimit::Before as fn(_) -> _),
+        ] {
+            if let Some(t) = arg {
+                let time = TimeLimit::parse_time(t).ok_or_else(|| format!("'{t}' is not a valid date or duration. See 'fnd --help'."))?;
+                times.push(make(time));
+            }
+        }
+        let filters = EntryFilters {
+            types: TypeFilter::new(&cli.file_type),
+            owner: cli.owner.and_then(|o| o.active()),
+            sizes: cli.size.clone(),
+            times,
+        };
+        let full_path_base = if cli.full_path {
+            Some(paths::cwd_bytes().map_err(|e| format!("Could not determine current directory. This is required for --full-path.: {e}"))?)
+        } else {
+            None
+        };
+
+        let hidden = cli.hidden || cli.unrestricted();
+        if !hidden && sources.iter().any(|s| pattern::only_matches_hidden(s)) {
+            return Err("The pattern(s) seems to only match files with a leading dot, but hidden files are filtered by \
+                        default. Consider adding -H/--hidden to search hidden files as well or adjust your search pattern(s)."
+                .into());
+        }
+        let matcher = NameMatcher::new(&sources, case_sensitive, &cli.extension, full_path_base)?;
+        let (ignore, skip_hidden) = ignore_filter(cli, &roots, hidden)?;
+
+        let order = match (cli.order, cli.sort) {
+            (OrderArg::Bfs, _) => Order::BreadthFirst,
+            // Sorted output streams in tree order, which one thread keeps.
+            (OrderArg::Dfs, _) | (OrderArg::Parallel, Some(_)) => Order::DepthFirst,
+            (OrderArg::Parallel, None) => Order::Parallel,
+        };
+        let strip_when = cli.strip_cwd_prefix.unwrap_or(StripCwdWhen::Auto);
+        let no_paths_given = cli.given_paths().is_empty();
+        let strip_cwd_prefix = no_paths_given
+            && match strip_when {
+                StripCwdWhen::Auto => !(cli.print0 || has_command),
+                StripCwdWhen::Always => true,
+                StripCwdWhen::Never => false,
+            };
+        Ok(Config {
+            roots,
+            matcher,
+            filters,
+            ignore,
+            skip_hidden,
+            follow: cli.follow,
+            one_file_system: cli.one_file_system,
+            min_depth: cli.min_depth().unwrap_or(0).max(1),
+            max_depth: cli.max_depth(),
+            prune: cli.prune,
+            threads: cli.threads.map_or(0, |n| n.get()),
+            order,
+            sort: cli.sort.map(|s| match s {
+                SortArg::Name => Sort::Name,
+                // Only name sorting exists in the walk so far.
+                SortArg::Size | SortArg::Mtime => Sort::Name,
+            }),
+            max_results: cli.max_results(),
+            quiet: cli.quiet,
+            show_errors: cli.show_errors,
+            null_separator: cli.print0,
+            path_style: PathStyle { strip_cwd_prefix, separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()) },
+        })
+    }
+}
+
+/// The search paths that are directories (the others are reported and
+/// skipped), spelt for the walk.
+fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
+    let given = cli.given_paths();
+    if given.is_empty() {
+        let cwd = Path::new("./");
+        if !paths::is_existing_dir(cwd) {
+            return Err("Could not retrieve current directory (has it been deleted?).".into());
+        }
+        return Ok(vec![paths::normalize_root(cwd, cli.absolute_path)]);
+    }
+    let mut roots = Vec::new();
+    for path in given {
+        if paths::is_existing_dir(path) {
+            roots.push(paths::normalize_root(path, cli.absolute_path));
+        } else {
+            print_error(format_args!("Search path '{}' is not a directory.", path.to_string_lossy()));
+        }
+    }
+    if roots.is_empty() {
+        return Err("No valid search paths given.".into());
+    }
+    Ok(roots)
+}
+
+/// The global ignore files: `$XDG_CONFIG_HOME/fd/ignore` (as fd reads it) and `…/fnd/ignore`.
+fn global_ignore_files() -> Vec<PathBuf> {
+    let config_dir = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("HOME") {
+            Some(home) => Path::new(&home).join(".config"),
+            None => return Vec::new(),
+        },
+    };
+    ["fd", "fnd"].iter().map(|tool| config_dir.join(tool).join("ignore")).filter(|p| p.is_file()).collect()
+}
+
+/// The ignore filter fd's options ask for, and whether the walk should skip
+/// hidden entries by itself instead.
+fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
+    let u = cli.unrestricted();
+    let read_fdignore = !(cli.no_ignore || u);
+    let read_vcs = !(cli.no_ignore || u || cli.no_ignore_vcs);
+    let read_global = !(cli.no_ignore || u || cli.no_global_ignore_file);
+    let global_files = if read_global { global_ignore_files() } else { Vec::new() };
+
+    let mut overrides = ignore::overrides::OverrideBuilder::new(&roots[0]);
+    for glob in &cli.exclude {
+        overrides.add(&format!("!{glob}")).map_err(|e| format!("Malformed exclude pattern: {e}"))?;
+    }
+    let overrides = overrides.build().map_err(|_| "Mismatch in exclude patterns".to_string())?;
+
+    let needed = read_fdignore
+        || read_vcs
+        || !global_files.is_empty()
+        || !cli.ignore_file.is_empty()
+        || !overrides.is_empty()
+        || !cli.ignore_contain.is_empty();
+    if !needed {
+        return Ok((None, !hidden));
+    }
+    let mut builder = IgnoreBuilder::new()
+        .hidden(!hidden)
+        .dot_ignore(read_fdignore)
+        .git(read_vcs)
+        .require_git(!cli.no_require_git)
+        .parents(!cli.no_ignore_parent && (read_fdignore || read_vcs))
+        .overrides(overrides);
+    if read_fdignore {
+        builder = builder.add_custom_name(".fdignore");
+    }
+    let cwd = std::env::current_dir().unwrap_or_default();
+    for (files, what) in [(&global_files, "global"), (&cli.ignore_file, "custom")] {
+        for file in files {
+            let (b, err) = builder.add_explicit(file, &cwd);
+            builder = b;
+            if let Some(err) = err.filter(|e| !e.is_partial()) {
+                print_error(format_args!("Malformed pattern in {what} ignore file. {err}."));
+            }
+        }
+    }
+    for name in &cli.ignore_contain {
+        builder = builder.add_ignore_contain(name);
+    }
+    Ok((Some(builder.build(roots)), false))
+}

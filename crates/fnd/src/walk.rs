@@ -1,0 +1,177 @@
+//! The search: one walk whose filter decides, on the reading thread, what
+//! is a result (ignore rules, then name, then type/size/time/owner) and
+//! where to descend; the visitor only writes results.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use fnd_walk::ignore::IgnoreFilter;
+use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
+
+use crate::config::Config;
+use crate::error::{print_error, Outcome};
+use crate::filter::{Candidate, EntryFilters};
+use crate::output::{Buffer, Stdout};
+use crate::pattern::NameMatcher;
+
+/// The walk's filter: ignore rules first, then the search criteria.
+struct Finder {
+    ignore: Option<IgnoreFilter>,
+    matcher: NameMatcher,
+    filters: EntryFilters,
+    follow: bool,
+    min_depth: usize,
+    prune: bool,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Finder {
+    fn is_result(&self, entry: &RawEntry<'_>) -> bool {
+        let name_ok = SCRATCH.with_borrow_mut(|scratch| self.matcher.matches(entry.parent_prefix, entry.name, scratch));
+        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+    }
+}
+
+impl EntryFilter for Finder {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+        self.ignore.as_ref().and_then(|i| i.enter(dir, parent))
+    }
+
+    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        let base = match &self.ignore {
+            Some(ignore) => ignore.decide(state, entry),
+            None => Decision::KEEP,
+        };
+        if !base.emit || entry.depth < self.min_depth {
+            // Shallower than --min-depth: never a result, never pruned.
+            return base;
+        }
+        if self.is_result(entry) {
+            Decision { emit: true, descend: base.descend && !self.prune }
+        } else {
+            Decision { emit: false, descend: base.descend }
+        }
+    }
+}
+
+/// What all printing threads share.
+struct Shared<'a> {
+    cfg: &'a Config,
+    stdout: &'a Stdout,
+    results: AtomicUsize,
+    found: AtomicBool,
+}
+
+/// Writes the results of one worker thread.
+struct Printer<'a> {
+    shared: &'a Shared<'a>,
+    out: Buffer<'a>,
+}
+
+impl Printer<'_> {
+    /// Count one result; false when it is past `--max-results`.
+    fn admit(&self) -> (bool, bool) {
+        match self.shared.cfg.max_results {
+            None => (true, false),
+            Some(max) => {
+                let n = self.shared.results.fetch_add(1, Ordering::Relaxed);
+                (n < max, n + 1 >= max)
+            }
+        }
+    }
+}
+
+impl Visitor for Printer<'_> {
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        let cfg = self.shared.cfg;
+        if chunk.is_empty() {
+            return Flow::Continue;
+        }
+        if cfg.quiet {
+            self.shared.found.store(true, Ordering::Relaxed);
+            return Flow::Stop;
+        }
+        let terminator = if cfg.null_separator { b'\0' } else { b'\n' };
+        let prefix = chunk.prefix();
+        for entry in chunk.iter() {
+            let (admitted, last) = self.admit();
+            if !admitted {
+                return Flow::Stop;
+            }
+            let buf = self.out.bytes();
+            cfg.path_style.write_entry_path(buf, prefix, entry.name_bytes(), entry.target_type().is_dir(), true);
+            buf.push(terminator);
+            if !self.out.end_record() || last {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if self.shared.cfg.show_errors {
+            // Flush first so the error shows up after the results before it.
+            self.out.flush();
+            match error.kind() {
+                ErrorKind::Loop { ancestor } => print_error(format_args!(
+                    "File system loop found: {} points to an ancestor {}",
+                    error.path().display(),
+                    ancestor.display()
+                )),
+                _ => print_error(&error),
+            }
+        }
+        Flow::Continue
+    }
+}
+
+/// Run the search and write its results.
+pub fn run(mut cfg: Config) -> Outcome {
+    let ignore = cfg.ignore.take();
+    // A root holding an --ignore-contain marker yields nothing, as in fd.
+    let roots: Vec<_> = cfg.roots.iter().filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r))).cloned().collect();
+    let Some(first) = roots.first() else {
+        return if cfg.quiet { Outcome::HasResults(false) } else { Outcome::Success };
+    };
+    let mut builder = WalkBuilder::new(first);
+    for root in &roots[1..] {
+        builder = builder.add_root(root);
+    }
+    let needs_finder = ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
+    let finder = needs_finder.then(|| {
+        Arc::new(Finder {
+            ignore,
+            matcher: cfg.matcher.clone(),
+            filters: cfg.filters.clone(),
+            follow: cfg.follow,
+            min_depth: cfg.min_depth,
+            prune: cfg.prune,
+        }) as Arc<dyn EntryFilter>
+    });
+    builder = builder
+        .order(cfg.order)
+        .threads(cfg.threads)
+        .min_depth(cfg.min_depth)
+        .max_depth(cfg.max_depth)
+        .follow_links(cfg.follow)
+        .same_file_system(cfg.one_file_system)
+        .skip_hidden(cfg.skip_hidden)
+        .sort(cfg.sort)
+        .filter(finder);
+
+    let stdout = Stdout::new();
+    let shared = Shared { cfg: &cfg, stdout: &stdout, results: AtomicUsize::new(0), found: AtomicBool::new(false) };
+    builder.visit(|| Printer { shared: &shared, out: Buffer::new(shared.stdout) }, drop);
+    if let Some(errno) = stdout.failure() {
+        print_error(format_args!("Could not write to output: {}", std::io::Error::from(errno)));
+        return Outcome::Error;
+    }
+    if cfg.quiet {
+        Outcome::HasResults(shared.found.load(Ordering::Relaxed))
+    } else {
+        Outcome::Success
+    }
+}
