@@ -1,0 +1,450 @@
+//! `-x/--exec` and `-X/--exec-batch`: run a command per result, or one
+//! command over many results, as fd does. Commands are spawned directly,
+//! never through a shell, so arguments reach them byte for byte.
+//!
+//! Arguments are rendered on the walking thread (a metadata placeholder
+//! needs the entry's directory, which only that thread holds open) and sent
+//! over a channel to the threads that run the commands.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStringExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use fnd_walk::EntryRef;
+
+use crate::format::Template;
+use crate::listing::printed_prefix;
+use crate::paths::PathStyle;
+
+/// Long help of `-x/--exec`.
+pub const EXEC_HELP: &str = concat!(
+    "Execute a command for each search result in parallel (use --threads=1 for sequential command \
+     execution). There is no guarantee of the order commands are executed in, and the order should not \
+     be depended upon. All positional arguments following --exec are considered to be arguments to the \
+     command - not to fnd. It is therefore recommended to place the '-x'/'--exec' option last. Use '\\;' \
+     to terminate the command template if you need to continue passing fnd arguments afterwards. \
+     Commands are run directly, never through a shell.\n",
+    crate::format::placeholder_help!("of the current search result"),
+    "\n\nIf no placeholder is present, an implicit \"{}\" at the end is assumed.\n\n",
+    "Examples:\n\n  ",
+    "- find all *.zip files and unzip them:\n\n      fnd -e zip -x unzip\n\n  ",
+    "- find *.h and *.cpp files and run \"clang-format -i ..\" for each of them:\n\n      ",
+    "fnd -e h -e cpp -x clang-format -i\n\n  ",
+    "- search within `src/` and echo each match (place `-x` last):\n\n      fnd . src -x echo\n\n  ",
+    "- Convert all *.jpg files to *.png files:\n\n      fnd -e jpg -x convert {} {.}.png"
+);
+
+/// Long help of `-X/--exec-batch`.
+pub const EXEC_BATCH_HELP: &str = concat!(
+    "Execute the given command once, with all search results as arguments.\n",
+    "The order of the arguments is non-deterministic, and should not be relied upon.\n",
+    "One argument may hold placeholders. ",
+    crate::format::placeholder_help!("of all search results"),
+    "\n\nIf no placeholder is present, an implicit \"{}\" at the end is assumed.\n\n",
+    "Examples:\n\n  ",
+    "- Find all test_*.py files and open them in your favorite editor:\n\n      fnd -g 'test_*.py' -X vim\n\n  ",
+    "- Find all *.rs files and count the lines with \"wc -l ...\":\n\n      fnd -e rs -X wc -l"
+);
+
+/// The command lines of `-x` and `-X`, one per occurrence (`-x a \\; -x b`).
+/// clap's derive cannot keep occurrences apart, so these two are declared by hand.
+#[derive(Debug, Default, Clone)]
+pub struct ExecArgs {
+    pub exec: Option<Vec<Vec<OsString>>>,
+    pub exec_batch: Option<Vec<Vec<OsString>>>,
+}
+
+impl ExecArgs {
+    pub fn is_some(&self) -> bool {
+        self.exec.is_some() || self.exec_batch.is_some()
+    }
+}
+
+impl clap::FromArgMatches for ExecArgs {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let occurrences = |id: &str| -> Option<Vec<Vec<OsString>>> {
+            matches.get_occurrences::<OsString>(id).map(|occ| occ.map(|args| args.cloned().collect()).collect())
+        };
+        Ok(ExecArgs { exec: occurrences("exec"), exec_batch: occurrences("exec_batch") })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for ExecArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        use clap::{Arg, ArgAction};
+        let command_arg = |id: &'static str| {
+            Arg::new(id)
+                .action(ArgAction::Append)
+                .num_args(1..)
+                .allow_hyphen_values(true)
+                .value_terminator(";")
+                .value_name("cmd")
+                .value_parser(clap::value_parser!(OsString))
+                .conflicts_with_all(["list_details", "max_results", "max_one_result", "quiet"])
+        };
+        cmd.arg(
+            command_arg("exec")
+                .long("exec")
+                .short('x')
+                .help("Execute a command for each search result")
+                .long_help(EXEC_HELP),
+        )
+        .arg(
+            command_arg("exec_batch")
+                .long("exec-batch")
+                .short('X')
+                .conflicts_with("exec")
+                .help("Execute a command with all search results at once")
+                .long_help(EXEC_BATCH_HELP),
+        )
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// One command of `-x`/`-X`: its arguments as templates, the program first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandTemplate {
+    args: Vec<Template>,
+}
+
+impl CommandTemplate {
+    /// fd's rules: a command without a placeholder gets `{}` appended; the
+    /// program of a batch command must be fixed text, and only one of its
+    /// arguments may hold placeholders.
+    fn new(args: &[OsString], batch: bool) -> Result<CommandTemplate, String> {
+        if args.is_empty() {
+            return Err("No executable provided for --exec or --exec-batch".into());
+        }
+        let mut args: Vec<Template> = args.iter().map(|a| Template::parse_bytes(a.as_encoded_bytes())).collect();
+        if batch && args[0].has_placeholders() {
+            return Err("First argument of --exec-batch must be a fixed executable, not a placeholder".into());
+        }
+        if !args.iter().any(Template::has_placeholders) {
+            args.push(Template::path());
+        }
+        if batch && args.iter().filter(|a| a.has_placeholders()).count() > 1 {
+            return Err("Only one placeholder allowed for batch commands".into());
+        }
+        Ok(CommandTemplate { args })
+    }
+}
+
+/// Everything `-x`/`-X` need; shared by every thread.
+pub struct ExecConfig {
+    batch: bool,
+    commands: Vec<CommandTemplate>,
+    /// `--batch-size` (0: only the system's limit on argument length).
+    pub batch_size: usize,
+    /// Threads running `-x` commands; with one, commands write straight to
+    /// the terminal, with more, each command's output is kept together.
+    pub threads: usize,
+    /// `./` stripping and `--path-separator`, as for printing.
+    pub path_style: PathStyle,
+    /// `--print0`: a NUL after each `-x` result's output, as fd writes.
+    pub null_separator: bool,
+}
+
+impl ExecConfig {
+    /// `-x`: one or more commands (`-x a \; -x b`), run for each result.
+    pub fn each(commands: &[Vec<OsString>]) -> Result<ExecConfig, String> {
+        Self::new(commands, false)
+    }
+
+    /// `-X`: one or more commands, each run over as many results as fit.
+    pub fn batch(commands: &[Vec<OsString>]) -> Result<ExecConfig, String> {
+        Self::new(commands, true)
+    }
+
+    /// `-l`: fd's long listing, `ls -l` over the results.
+    pub fn list_details(colored: bool) -> ExecConfig {
+        let color = if colored { "--color=always" } else { "--color=never" };
+        let argv: Vec<OsString> = ["ls", "-l", "-h", "-d", color].iter().map(OsString::from).collect();
+        Self::new(&[argv], true).expect("a fixed, valid command")
+    }
+
+    fn new(commands: &[Vec<OsString>], batch: bool) -> Result<ExecConfig, String> {
+        let commands = commands.iter().map(|c| CommandTemplate::new(c, batch)).collect::<Result<Vec<_>, _>>()?;
+        if commands.is_empty() {
+            return Err("No executable provided for --exec or --exec-batch".into());
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Ok(ExecConfig { batch, commands, batch_size: 0, threads, path_style: PathStyle::default(), null_separator: false })
+    }
+}
+
+/// What a walking thread sends: for each command, its rendered arguments
+/// (`-x`: the whole command line; `-X`: the one argument with placeholders).
+type Job = Vec<Vec<OsString>>;
+
+/// The threads running commands.
+pub struct Executor {
+    cfg: Arc<ExecConfig>,
+    tx: Option<Sender<Job>>,
+    runners: Vec<JoinHandle<bool>>,
+}
+
+impl Executor {
+    pub fn start(cfg: ExecConfig) -> Executor {
+        let cfg = Arc::new(cfg);
+        let runners = if cfg.batch { 1 } else { cfg.threads.max(1) };
+        let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
+        let runners = (0..runners)
+            .map(|_| {
+                let (cfg, rx) = (cfg.clone(), rx.clone());
+                std::thread::spawn(move || if cfg.batch { run_batches(&cfg, rx) } else { run_each(&cfg, rx) })
+            })
+            .collect();
+        Executor { cfg, tx: Some(tx), runners }
+    }
+
+    /// A sender for one walking thread.
+    pub fn sender(&self) -> ExecSender {
+        ExecSender { cfg: self.cfg.clone(), tx: self.tx.clone().expect("executor running"), scratch: Vec::new() }
+    }
+
+    /// Wait for every command; false if any failed or could not run.
+    pub fn finish(mut self) -> bool {
+        drop(self.tx.take());
+        let mut ok = true;
+        for runner in self.runners.drain(..) {
+            ok &= runner.join().unwrap_or(false);
+        }
+        ok
+    }
+}
+
+/// A walking thread's end of the channel.
+pub struct ExecSender {
+    cfg: Arc<ExecConfig>,
+    tx: Sender<Job>,
+    scratch: Vec<u8>,
+}
+
+impl ExecSender {
+    /// Hand over one result of a chunk whose prefix is `chunk_prefix`.
+    pub fn entry(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8]) -> bool {
+        let sep = self.cfg.path_style.separator.as_deref();
+        let prefix = printed_prefix(&self.cfg.path_style, chunk_prefix, entry.name_bytes(), &mut self.scratch);
+        let render = |t: &Template| {
+            let mut arg = Vec::new();
+            t.render(entry, prefix, sep, &mut arg);
+            OsString::from_vec(arg)
+        };
+        let job: Job = if self.cfg.batch {
+            let arg = |c: &CommandTemplate| render(c.args.iter().find(|a| a.has_placeholders()).expect("one placeholder"));
+            self.cfg.commands.iter().map(|c| vec![arg(c)]).collect()
+        } else {
+            self.cfg.commands.iter().map(|c| c.args.iter().map(render).collect()).collect()
+        };
+        self.tx.send(job).is_ok()
+    }
+}
+
+/// `[fnd error]: …` on stderr, in fd's form.
+pub fn print_error(msg: &str) {
+    eprintln!("[fnd error]: {msg}");
+}
+
+/// fd's messages for a command that could not run.
+fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
+    match program {
+        Some(p) if err.kind() == io::ErrorKind::NotFound => {
+            print_error(&format!("Command not found: {}", p.to_string_lossy()));
+        }
+        _ => print_error(&format!("Problem while executing command: {err}")),
+    }
+}
+
+fn run_each(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
+    let buffered = cfg.threads > 1;
+    let mut ok = true;
+    for job in rx {
+        ok &= run_commands(&job, buffered, cfg.null_separator);
+    }
+    ok
+}
+
+/// Run one result's commands in order, stopping at the first that fails;
+/// their output is written together, after the last.
+fn run_commands(job: &Job, buffered: bool, null_separator: bool) -> bool {
+    let mut outputs = Vec::new();
+    let mut ok = true;
+    for argv in job {
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..]);
+        let result = if buffered {
+            cmd.output()
+        } else {
+            // One runner: the command talks to the terminal directly.
+            cmd.stdin(Stdio::inherit()).spawn().and_then(|c| c.wait_with_output())
+        };
+        match result {
+            Ok(output) => {
+                let success = output.status.code() == Some(0);
+                outputs.push((output.stdout, output.stderr));
+                if !success {
+                    ok = false;
+                    break;
+                }
+            }
+            Err(e) => {
+                write_outputs(&outputs, null_separator);
+                report_spawn_error(Some(&argv[0]), &e);
+                return false;
+            }
+        }
+    }
+    write_outputs(&outputs, null_separator);
+    ok
+}
+
+fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool) {
+    if outputs.iter().all(|(o, e)| o.is_empty() && e.is_empty()) && !null_separator {
+        return;
+    }
+    // Holding both locks keeps one result's output together.
+    let mut stdout = io::stdout().lock();
+    let mut stderr = io::stderr().lock();
+    for (out, err) in outputs {
+        let _ = stdout.write_all(out);
+        let _ = stdout.flush();
+        let _ = stderr.write_all(err);
+    }
+    if null_separator {
+        let _ = stdout.write_all(b"\0");
+    }
+    let _ = stdout.flush();
+}
+
+/// One batch command being filled.
+struct Batch {
+    /// The program and the arguments before the one with placeholders.
+    pre: Vec<OsString>,
+    /// The arguments after it.
+    post: Vec<OsString>,
+    cmd: argmax::Command,
+    count: usize,
+    limit: usize,
+    ok: bool,
+}
+
+impl Batch {
+    fn new(template: &CommandTemplate, limit: usize) -> io::Result<Batch> {
+        let slot = template.args.iter().position(Template::has_placeholders).expect("one placeholder");
+        let fixed = |range: std::ops::Range<usize>| -> Vec<OsString> {
+            template.args[range]
+                .iter()
+                .map(|t| {
+                    let mut out = Vec::new();
+                    t.render_parts(b"", b"", None, &mut out);
+                    OsString::from_vec(out)
+                })
+                .collect()
+        };
+        let (pre, post) = (fixed(0..slot), fixed(slot + 1..template.args.len()));
+        let cmd = Self::command(&pre)?;
+        Ok(Batch { pre, post, cmd, count: 0, limit, ok: true })
+    }
+
+    fn command(pre: &[OsString]) -> io::Result<argmax::Command> {
+        let mut cmd = argmax::Command::new(&pre[0]);
+        cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        cmd.try_args(&pre[1..])?;
+        Ok(cmd)
+    }
+
+    fn push(&mut self, arg: &OsString) -> io::Result<()> {
+        if self.limit > 0 && self.count >= self.limit {
+            self.run()?;
+        }
+        if !self.cmd.args_would_fit(std::iter::once(arg).chain(&self.post)) {
+            self.run()?;
+        }
+        self.cmd.try_arg(arg)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        if self.count > 0 {
+            self.cmd.try_args(&self.post)?;
+            if !self.cmd.status()?.success() {
+                self.ok = false;
+            }
+            self.cmd = Self::command(&self.pre)?;
+            self.count = 0;
+        }
+        Ok(())
+    }
+}
+
+fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
+    let mut batches = Vec::new();
+    for c in &cfg.commands {
+        match Batch::new(c, cfg.batch_size) {
+            Ok(b) => batches.push(b),
+            Err(e) => {
+                report_spawn_error(None, &e);
+                rx.iter().for_each(drop);
+                return false;
+            }
+        }
+    }
+    let fail = |b: &Batch, e: io::Error, rx: &Receiver<Job>| {
+        report_spawn_error(Some(&b.pre[0]), &e);
+        // Keep the walk from blocking on a channel nobody reads.
+        rx.iter().for_each(drop);
+        false
+    };
+    for job in rx.iter() {
+        for (batch, arg) in batches.iter_mut().zip(&job) {
+            if let Err(e) = batch.push(&arg[0]) {
+                return fail(batch, e, &rx);
+            }
+        }
+    }
+    for batch in &mut batches {
+        if let Err(e) = batch.run() {
+            return fail(batch, e, &rx);
+        }
+    }
+    batches.iter().all(|b| b.ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn validates_like_fd() {
+        assert!(ExecConfig::each(&[args(&["{}"])]).is_ok());
+        let err = ExecConfig::batch(&[args(&["{}"])]).err().unwrap();
+        assert_eq!(err, "First argument of --exec-batch must be a fixed executable, not a placeholder");
+        let err = ExecConfig::batch(&[args(&["echo", "{}", "{/}"])]).err().unwrap();
+        assert_eq!(err, "Only one placeholder allowed for batch commands");
+        assert!(ExecConfig::batch(&[args(&["echo", "{}", "{{}}"])]).is_ok());
+    }
+
+    #[test]
+    fn appends_a_path_when_there_is_no_placeholder() {
+        let cfg = ExecConfig::each(&[args(&["echo", "a"])]).unwrap();
+        assert_eq!(cfg.commands[0].args.len(), 3);
+        assert_eq!(cfg.commands[0].args[2], Template::path());
+    }
+}

@@ -1,0 +1,162 @@
+//! Printing results: one record per entry into the thread's 64 KiB output
+//! buffer, as fd prints it — plain, coloured, through a `--format`
+//! template, with hyperlinks, escaped on a terminal.
+//!
+//! Every mode appends straight to the output buffer (a reused scratch
+//! buffer at most), so no mode allocates per entry; the plain mode is two
+//! copies and a newline.
+//!
+//! An entry is given with its chunk's prefix (parent path and `/`); the
+//! path text (`./` stripping, `--path-separator`) is `PathStyle`'s.
+
+use fnd_walk::EntryRef;
+
+use crate::color::{Colors, Painter};
+use crate::escape::push_escaped;
+use crate::format::{push_with_separator, Template};
+use crate::hyperlink::Hyperlinks;
+use crate::output::{Buffer, Stdout};
+use crate::paths::PathStyle;
+
+/// How results are printed; shared by every thread.
+pub struct ListingConfig {
+    /// Ends each record: `\n`, or `\0` with `--print0`.
+    pub terminator: u8,
+    /// `./` stripping and `--path-separator`.
+    pub path_style: PathStyle,
+    pub colors: Option<Colors>,
+    pub hyperlinks: Option<Hyperlinks>,
+    /// Stdout is a terminal: escape control characters.
+    pub escape: bool,
+    pub format: Option<Template>,
+}
+
+impl ListingConfig {
+    fn is_plain(&self) -> bool {
+        self.colors.is_none() && self.hyperlinks.is_none() && !self.escape && self.format.is_none()
+    }
+}
+
+/// A thread's printer.
+pub struct Listing<'a> {
+    cfg: &'a ListingConfig,
+    plain: bool,
+    out: Buffer<'a>,
+    scratch: Vec<u8>,
+    escaped: Vec<u8>,
+    link_scratch: Vec<u8>,
+    painter: Painter,
+}
+
+impl<'a> Listing<'a> {
+    pub fn new(cfg: &'a ListingConfig, stdout: &'a Stdout) -> Listing<'a> {
+        Listing {
+            cfg,
+            plain: cfg.is_plain(),
+            out: Buffer::new(stdout),
+            scratch: Vec::new(),
+            escaped: Vec::new(),
+            link_scratch: Vec::new(),
+            painter: Painter::default(),
+        }
+    }
+
+    /// Print one entry of a chunk whose prefix is `prefix`. False when
+    /// output is gone and the walk should stop.
+    #[inline]
+    pub fn entry(&mut self, entry: &EntryRef<'_>, prefix: &[u8]) -> bool {
+        let is_dir = entry.target_type().is_dir();
+        if self.plain {
+            let buf = self.out.bytes();
+            self.cfg.path_style.write_entry_path(buf, prefix, entry.name_bytes(), is_dir, true);
+            buf.push(self.cfg.terminator);
+        } else {
+            self.entry_styled(entry, prefix, is_dir);
+        }
+        self.out.end_record()
+    }
+
+    fn entry_styled(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8], is_dir: bool) {
+        let cfg = self.cfg;
+        let buf = self.out.bytes();
+        if let Some(links) = &cfg.hyperlinks {
+            links.open(entry, &mut self.link_scratch, buf);
+        }
+        let sep = cfg.path_style.separator.as_deref();
+        let escape = cfg.escape;
+        let name = entry.name_bytes();
+        if let Some(template) = &cfg.format {
+            let prefix = printed_prefix(&cfg.path_style, chunk_prefix, name, &mut self.scratch);
+            let mut text = std::mem::take(&mut self.escaped);
+            text.clear();
+            template.render(entry, prefix, sep, &mut text);
+            push_terminal(escape, &text, buf);
+            self.escaped = text;
+        } else if let Some(colors) = &cfg.colors {
+            // fd colours the parent part as a directory, then the name in
+            // its own style, then a directory's trailing separator.
+            let prefix = printed_prefix(&cfg.path_style, chunk_prefix, name, &mut self.scratch);
+            if !prefix.is_empty() {
+                let mut parent = std::mem::take(&mut self.escaped);
+                parent.clear();
+                push_with_separator(prefix, sep, &mut parent);
+                if escape {
+                    self.scratch.clear();
+                    push_escaped(&parent, &mut self.scratch);
+                    std::mem::swap(&mut parent, &mut self.scratch);
+                }
+                self.painter.paint(colors.directory(), &parent, buf);
+                self.escaped = parent;
+            }
+            let text = terminal_text(escape, name, &mut self.scratch);
+            self.painter.paint(colors.style_for(entry), text, buf);
+            if is_dir {
+                self.painter.paint(colors.directory(), sep.unwrap_or(b"/"), buf);
+            }
+        } else {
+            // A terminal without colours: fd's plain text, escaped.
+            self.scratch.clear();
+            cfg.path_style.write_entry_path(&mut self.scratch, chunk_prefix, name, is_dir, true);
+            push_terminal(escape, &self.scratch, buf);
+        }
+        if cfg.hyperlinks.is_some() {
+            Hyperlinks::close(buf);
+        }
+        buf.push(cfg.terminator);
+    }
+
+    /// Write out what is buffered.
+    pub fn flush(&mut self) -> bool {
+        self.out.flush()
+    }
+}
+
+/// `text` as a terminal should get it: escaped into `escaped` when `escape`.
+fn terminal_text<'t>(escape: bool, text: &'t [u8], escaped: &'t mut Vec<u8>) -> &'t [u8] {
+    if escape {
+        escaped.clear();
+        push_escaped(text, escaped);
+        escaped
+    } else {
+        text
+    }
+}
+
+/// Append `text`, escaped when `escape`.
+fn push_terminal(escape: bool, text: &[u8], out: &mut Vec<u8>) {
+    if escape {
+        push_escaped(text, out);
+    } else {
+        out.extend_from_slice(text);
+    }
+}
+
+/// The text printed before an entry's name, with `/` separators: the
+/// chunk's prefix after `PathStyle`'s `./` stripping (built in `scratch`).
+pub fn printed_prefix<'s>(style: &PathStyle, chunk_prefix: &[u8], name: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
+    scratch.clear();
+    let unseparated = PathStyle { strip_cwd_prefix: style.strip_cwd_prefix, separator: None };
+    unseparated.write_entry_path(scratch, chunk_prefix, name, false, false);
+    let len = scratch.len() - name.len();
+    &scratch[..len]
+}

@@ -1,0 +1,117 @@
+//! Where results go: printed (plain, coloured, `--format`) or handed to
+//! commands (`-x`, `-X`, `-l`). The search calls one [`ResultWriter`] per
+//! thread and does not care which.
+
+use std::io::IsTerminal;
+
+use fnd_walk::EntryRef;
+
+use crate::cli::Cli;
+use crate::color::Colors;
+use crate::exec::{ExecConfig, ExecSender, Executor};
+use crate::format::Template;
+use crate::hyperlink::Hyperlinks;
+use crate::listing::{Listing, ListingConfig};
+use crate::output::Stdout;
+use crate::config::Config;
+
+/// The results' destination, for the whole run.
+pub struct Sink {
+    stdout: Stdout,
+    target: Target,
+}
+
+enum Target {
+    Print(ListingConfig),
+    Exec(Executor),
+}
+
+impl Sink {
+    /// From the options: `-x`/`-X`/`-l` run commands, anything else prints.
+    /// Errors are usage errors (exit 2, as clap reports them).
+    pub fn from_cli(cli: &Cli, cfg: &Config) -> Result<Sink, String> {
+        let terminal = std::io::stdout().is_terminal();
+        let colored = cli.color.enabled(terminal);
+        let exec = if let Some(commands) = &cli.commands.exec {
+            Some(ExecConfig::each(commands)?)
+        } else if let Some(commands) = &cli.commands.exec_batch {
+            Some(ExecConfig::batch(commands)?)
+        } else if cli.list_details {
+            Some(ExecConfig::list_details(colored))
+        } else {
+            None
+        };
+        let target = match exec {
+            Some(mut exec) => {
+                exec.batch_size = cli.batch_size;
+                if cfg.threads > 0 {
+                    exec.threads = cfg.threads;
+                }
+                exec.null_separator = cfg.null_separator;
+                exec.path_style = cfg.path_style.clone();
+                Target::Exec(Executor::start(exec))
+            }
+            None => Target::Print(ListingConfig {
+                terminator: if cfg.null_separator { b'\0' } else { b'\n' },
+                path_style: cfg.path_style.clone(),
+                // fd prints --format output uncoloured.
+                colors: (colored && cli.format.is_none()).then(Colors::from_env),
+                hyperlinks: cli.hyperlink.enabled(colored).then(Hyperlinks::new),
+                escape: terminal,
+                format: cli.format.as_deref().map(Template::parse),
+            }),
+        };
+        Ok(Sink { stdout: Stdout::new(), target })
+    }
+
+    /// Whether results feed a command (which keeps `./` prefixes, as in fd).
+    pub fn cli_has_command(cli: &Cli) -> bool {
+        cli.commands.is_some() || cli.list_details
+    }
+
+    /// A writer for one walking thread.
+    pub fn writer(&self) -> ResultWriter<'_> {
+        match &self.target {
+            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, &self.stdout)),
+            Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
+        }
+    }
+
+    pub fn stdout(&self) -> &Stdout {
+        &self.stdout
+    }
+
+    /// Wait for the commands; false when one failed or could not run.
+    pub fn finish(self) -> bool {
+        match self.target {
+            Target::Print(_) => true,
+            Target::Exec(exec) => exec.finish(),
+        }
+    }
+}
+
+/// One thread's way out for results.
+pub enum ResultWriter<'a> {
+    Print(Listing<'a>),
+    Exec(ExecSender),
+}
+
+impl ResultWriter<'_> {
+    /// One result of a chunk whose prefix is `prefix`; false when the walk
+    /// should stop (output closed).
+    #[inline]
+    pub fn entry(&mut self, entry: &EntryRef<'_>, prefix: &[u8]) -> bool {
+        match self {
+            ResultWriter::Print(listing) => listing.entry(entry, prefix),
+            ResultWriter::Exec(sender) => sender.entry(entry, prefix),
+        }
+    }
+
+    /// Write out what is buffered (before an error message, say).
+    pub fn flush(&mut self) -> bool {
+        match self {
+            ResultWriter::Print(listing) => listing.flush(),
+            ResultWriter::Exec(_) => true,
+        }
+    }
+}
