@@ -241,11 +241,9 @@ impl WalkBuilder {
         D: FnMut(V),
     {
         let shared = Shared::new(self);
-        if self.cfg.lenient {
-            crate::schedule::run(&shared, || Lenient(make()), |lenient| done(lenient.0));
-        } else {
-            crate::schedule::run(&shared, make, done);
-        }
+        let shared = &shared;
+        let guard = || Guard { visitor: Some(make()), shared, lenient: self.cfg.lenient };
+        crate::schedule::run(shared, guard, |mut guard| done(guard.visitor.take().expect("a visitor per guard")));
     }
 
     /// Skip the errors a walk over a live tree meets as a matter of course
@@ -408,19 +406,33 @@ where
     }
 }
 
-/// Drops benign errors below the roots before the caller's visitor sees them.
-struct Lenient<V>(V);
+/// Wraps each thread's visitor: drops benign errors below the roots when the
+/// walk is lenient, and stops the walk when the thread unwinds (a panic in a
+/// visitor or filter), so the other threads do not wait for its jobs forever.
+struct Guard<'a, V> {
+    visitor: Option<V>,
+    shared: &'a Shared,
+    lenient: bool,
+}
 
-impl<V: Visitor> Visitor for Lenient<V> {
+impl<V: Visitor> Visitor for Guard<'_, V> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        self.0.visit(chunk)
+        self.visitor.as_mut().expect("visitor taken only at the end").visit(chunk)
     }
 
     fn error(&mut self, error: Error) -> Flow {
-        if error.is_benign() && error.depth() > 0 {
+        if self.lenient && error.is_benign() && error.depth() > 0 {
             return Flow::Continue;
         }
-        self.0.error(error)
+        self.visitor.as_mut().expect("visitor taken only at the end").error(error)
+    }
+}
+
+impl<V> Drop for Guard<'_, V> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared.stop();
+        }
     }
 }
 
