@@ -257,6 +257,54 @@ pub struct Cli {
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,
 
+    /// Use a detailed listing format like 'ls -l'. This is basically an alias for
+    /// '--exec-batch ls -l' with some additional 'ls' options. This can be used to see more
+    /// metadata, to show symlink targets and to achieve a deterministic sort order.
+    #[arg(short = 'l', long, conflicts_with_all = ["max_results", "max_one_result", "quiet"],
+          help = "Use a long listing format with file metadata", long_help)]
+    pub list_details: bool,
+
+    /// Print results according to template
+    #[arg(long, value_name = "fmt", conflicts_with = "list_details",
+          long_help = crate::format::FORMAT_HELP)]
+    pub format: Option<String>,
+
+    /// `-x/--exec` and `-X/--exec-batch` (each may be given more than once).
+    #[command(flatten)]
+    pub commands: crate::exec::ExecArgs,
+
+    /// Maximum number of arguments to pass to the command given with -X. If the number of
+    /// results is greater than the given size, the command given with -X is run again with
+    /// remaining arguments. A batch size of zero means there is no limit (default), but note
+    /// that batching might still happen due to OS restrictions on the maximum length of command
+    /// lines.
+    #[arg(long, value_name = "size", hide_short_help = true, requires = "exec_batch", default_value_t = 0,
+          help = "Max number of arguments to run as a batch size with -X", long_help)]
+    pub batch_size: usize,
+
+    /// Declare when to use color for the pattern match output
+    #[arg(short = 'c', long, value_enum, default_value_t = crate::color::ColorWhen::Auto, value_name = "when",
+          help = "When to use colors", long_help)]
+    pub color: crate::color::ColorWhen,
+
+    /// Add a terminal hyperlink to a file:// url for each path in the output.
+    ///
+    /// Auto mode  is used if no argument is given to this option.
+    ///
+    /// This doesn't do anything for --exec and --exec-batch.
+    #[arg(long, alias = "hyper", value_name = "when", require_equals = true, value_enum,
+          default_value_t = crate::hyperlink::HyperlinkWhen::Never, default_missing_value = "auto",
+          num_args = 0..=1, help = "Add hyperlinks to output paths")]
+    pub hyperlink: crate::hyperlink::HyperlinkWhen,
+
+    /// Print a completion script for SHELL (default: from $SHELL) and exit.
+    #[arg(long, value_name = "shell", hide = true, exclusive = true)]
+    pub gen_completions: Option<Option<clap_complete::Shell>>,
+
+    /// Print the man page (roff) and exit.
+    #[arg(long, hide = true, exclusive = true)]
+    pub gen_man: bool,
+
     /// Traversal order (beyond fd).
     #[arg(long, value_enum, default_value = "parallel", hide_short_help = true)]
     pub order: OrderArg,

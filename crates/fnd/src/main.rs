@@ -1,10 +1,18 @@
 mod cli;
+mod color;
 mod config;
 mod error;
+mod escape;
+mod exec;
 mod filter;
+mod format;
+mod generate;
+mod hyperlink;
+mod listing;
 mod output;
 mod paths;
 mod pattern;
+mod results;
 mod walk;
 
 use std::process::ExitCode;
@@ -17,7 +25,10 @@ use error::{print_error, Outcome};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let has_command = false;
+    if let Some(code) = generate::requested(&cli) {
+        return code;
+    }
+    let has_command = results::Sink::cli_has_command(&cli);
     let cfg = match Config::new(&cli, has_command) {
         Ok(cfg) => cfg,
         Err(msg) => {
@@ -25,5 +36,14 @@ fn main() -> ExitCode {
             return Outcome::Error.exit_code();
         }
     };
-    walk::run(cfg).exit_code()
+    let sink = match results::Sink::from_cli(&cli, &cfg) {
+        Ok(sink) => sink,
+        Err(msg) => <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, msg).exit(),
+    };
+    let outcome = walk::run(cfg, &sink);
+    if !sink.finish() {
+        // A command failed or could not run: fd exits 1.
+        return Outcome::Error.exit_code();
+    }
+    outcome.exit_code()
 }

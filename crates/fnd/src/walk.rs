@@ -11,7 +11,7 @@ use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterSt
 use crate::config::Config;
 use crate::error::{print_error, Outcome};
 use crate::filter::{Candidate, EntryFilters};
-use crate::output::{Buffer, Stdout};
+use crate::results::{ResultWriter, Sink};
 use crate::pattern::NameMatcher;
 
 /// The walk's filter: ignore rules first, then the search criteria.
@@ -60,7 +60,6 @@ impl EntryFilter for Finder {
 /// What all printing threads share.
 struct Shared<'a> {
     cfg: &'a Config,
-    stdout: &'a Stdout,
     results: AtomicUsize,
     found: AtomicBool,
 }
@@ -68,7 +67,7 @@ struct Shared<'a> {
 /// Writes the results of one worker thread.
 struct Printer<'a> {
     shared: &'a Shared<'a>,
-    out: Buffer<'a>,
+    out: ResultWriter<'a>,
 }
 
 impl Printer<'_> {
@@ -94,17 +93,13 @@ impl Visitor for Printer<'_> {
             self.shared.found.store(true, Ordering::Relaxed);
             return Flow::Stop;
         }
-        let terminator = if cfg.null_separator { b'\0' } else { b'\n' };
         let prefix = chunk.prefix();
         for entry in chunk.iter() {
             let (admitted, last) = self.admit();
             if !admitted {
                 return Flow::Stop;
             }
-            let buf = self.out.bytes();
-            cfg.path_style.write_entry_path(buf, prefix, entry.name_bytes(), entry.target_type().is_dir(), true);
-            buf.push(terminator);
-            if !self.out.end_record() || last {
+            if !self.out.entry(&entry, prefix) || last {
                 return Flow::Stop;
             }
         }
@@ -129,7 +124,7 @@ impl Visitor for Printer<'_> {
 }
 
 /// Run the search and write its results.
-pub fn run(mut cfg: Config) -> Outcome {
+pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     let ignore = cfg.ignore.take();
     // A root holding an --ignore-contain marker yields nothing, as in fd.
     let roots: Vec<_> = cfg.roots.iter().filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r))).cloned().collect();
@@ -162,9 +157,9 @@ pub fn run(mut cfg: Config) -> Outcome {
         .sort(cfg.sort)
         .filter(finder);
 
-    let stdout = Stdout::new();
-    let shared = Shared { cfg: &cfg, stdout: &stdout, results: AtomicUsize::new(0), found: AtomicBool::new(false) };
-    builder.visit(|| Printer { shared: &shared, out: Buffer::new(shared.stdout) }, drop);
+    let stdout = sink.stdout();
+    let shared = Shared { cfg: &cfg, results: AtomicUsize::new(0), found: AtomicBool::new(false) };
+    builder.visit(|| Printer { shared: &shared, out: sink.writer() }, drop);
     if let Some(errno) = stdout.failure() {
         print_error(format_args!("Could not write to output: {}", std::io::Error::from(errno)));
         return Outcome::Error;
