@@ -36,11 +36,10 @@ impl PathStyle {
         out.extend_from_slice(prefix);
         out.extend_from_slice(name);
         if let Some(sep) = &self.separator {
-            if sep.as_slice() != b"/" {
-                let replaced = replace_slashes(&out[start..], sep);
-                out.truncate(start);
-                out.extend_from_slice(&replaced);
-            }
+            // fd writes such paths as text: invalid UTF-8 becomes U+FFFD.
+            let replaced = replace_slashes(String::from_utf8_lossy(&out[start..]).as_bytes(), sep);
+            out.truncate(start);
+            out.extend_from_slice(&replaced);
         }
         if is_dir && slash_dirs {
             match &self.separator {

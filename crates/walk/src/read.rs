@@ -168,7 +168,19 @@ impl Reader {
             }
             let target_type = if file_type == FileType::Symlink && cfg.follow_links {
                 match rustix::fs::statat(fd, name, AtFlags::empty()) {
-                    Ok(st) => Metadata::from_stat(&st).file_type(),
+                    Ok(st) => {
+                        let target = Metadata::from_stat(&st);
+                        if let Some(ancestor) = target.is_dir().then(|| find_ancestor(dir, target.dev, target.ino)).flatten() {
+                            // A link back to an ancestor is reported, neither yielded nor walked.
+                            let mut path = dir.prefix.to_vec();
+                            path.extend_from_slice(name);
+                            if visitor.error(Error::loop_at(&path, depth, ancestor.path())) == Flow::Stop {
+                                return Flow::Stop;
+                            }
+                            continue;
+                        }
+                        target.file_type()
+                    }
                     Err(_) => FileType::Symlink, // dangling: listed as a link
                 }
             } else {

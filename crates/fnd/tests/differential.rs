@@ -1,0 +1,186 @@
+//! Runs the real `fd` (10.5) and `fnd` side by side over a matrix of options
+//! on trees built here, inside and outside a git repository, and compares
+//! their sorted output and exit codes. Skipped (with a message) when `fd`
+//! 10.5 or `git` is not installed.
+
+mod find_tree;
+
+use std::path::Path;
+use std::process::Command;
+
+use find_tree::{build_tree, fnd_bin};
+
+fn fd_is_10_5() -> bool {
+    match Command::new("fd").arg("--version").output() {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).starts_with("fd 10.5"),
+        Err(_) => false,
+    }
+}
+
+struct Run {
+    code: i32,
+    lines: Vec<Vec<u8>>,
+    stderr: String,
+}
+
+fn run(program: &Path, args: &[&str], cwd: &Path, home: &Path) -> Run {
+    let out = Command::new(program)
+        .args(args)
+        .current_dir(cwd)
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env_remove("LS_COLORS")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run");
+    let mut lines: Vec<Vec<u8>> = out.stdout.split(|&b| b == b'\n' || b == 0).filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect();
+    lines.sort();
+    Run { code: out.status.code().unwrap_or(-1), lines, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+}
+
+/// Option sets compared on every tree; each is split on spaces (no quoting).
+const CASES: &[&str] = &[
+    "",
+    "-H",
+    "-I",
+    "-u",
+    "-uu",
+    "-HI",
+    "--no-ignore-vcs",
+    "--no-require-git",
+    "--no-ignore-parent",
+    "--no-global-ignore-file",
+    "-H --no-ignore-vcs",
+    "-E *.rs",
+    "-E dir",
+    "-E sub/",
+    "-u -E sub",
+    "-H -E .hdir",
+    "--ignore-file custom.ignore",
+    "-u --ignore-file custom.ignore",
+    "--ignore-contain marker",
+    "-u --ignore-contain marker",
+    "txt",
+    "TXT",
+    "-s txt",
+    "-i TXT",
+    "-F .",
+    "-F a.t",
+    "--exact a.txt",
+    "-g *.txt",
+    "-g *.{rs,md}",
+    "-g d*",
+    "--glob --regex ^d",
+    "-p dir.*rs$",
+    "-p -g **/sub/*",
+    "--and rs --and deep",
+    "^[a-c]",
+    "-e txt",
+    "-e TXT -e rs",
+    "-e tar.gz",
+    "-e .gz",
+    "-tf",
+    "-td",
+    "-tl",
+    "-tx",
+    "-te",
+    "-te -tf",
+    "-tp",
+    "-tf -tl",
+    "-L",
+    "-L -tl",
+    "-L -td",
+    "-L -tf",
+    "-d 1",
+    "-d 2 -H",
+    "--min-depth 2",
+    "--exact-depth 2",
+    "--prune",
+    "--prune dir",
+    "--prune -td sub",
+    "-S +1k",
+    "-S -1b",
+    "-S 2000b",
+    "-S +1ki -S -3k",
+    "--changed-within 1d",
+    "--changed-before 2000-01-01",
+    "--changed-within @0",
+    "-o root",
+    "-o !root",
+    "-o :0",
+    "-a",
+    "-a -e rs",
+    "-0",
+    "--path-separator ::",
+    "--strip-cwd-prefix=never",
+    "-q",
+    "-q zzz_nothing",
+    ". dir",
+    ". dir/",
+    ". dir sub-missing",
+    ". missing",
+    "--search-path dir",
+    "--search-path dir --search-path .hdir",
+    ". -C dir",
+    "-H -a . .hdir",
+    "dir/sub",
+    "-p dir/sub",
+    "^\\.hid",
+    "-H ^\\.hid",
+    "(unclosed",
+    "-g [",
+    "-j 0",
+    "-j 1",
+    "-S 1",
+    "--changed-within nonsense",
+    "-o 1:2:3",
+    "--exact-depth 1 --max-depth 2",
+    "--no-such-flag",
+];
+
+#[test]
+fn fnd_agrees_with_fd() {
+    if !fd_is_10_5() {
+        eprintln!("differential: skipped, `fd` 10.5 is not installed");
+        return;
+    }
+    let git = Command::new("git").arg("--version").output().is_ok();
+    if !git {
+        eprintln!("differential: `git` not installed; comparing outside a repository only");
+    }
+    let fnd = fnd_bin();
+    let fd = Path::new("fd");
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    for in_git in [false, true] {
+        if in_git && !git {
+            continue;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let root = tmp.path().join("outer").join("tree");
+        build_tree(&root, &home, in_git);
+        for case in CASES {
+            let args: Vec<&str> = case.split(' ').filter(|a| !a.is_empty()).collect();
+            let want = run(fd, &args, &root, &home);
+            let got = run(&fnd, &args, &root, &home);
+            compared += 1;
+            let stderr_agrees = want.stderr.replace("[fd error]", "[fnd error]").replace("'fd ", "'fnd ").replace("fd --", "fnd --").replace("  fd .", "  fnd .")
+                == got.stderr.replace("Usage: fnd", "Usage: fd")
+                || (want.code == 2 && got.code == 2);
+            if want.code != got.code || want.lines != got.lines || !stderr_agrees {
+                let show = |r: &Run| r.lines.iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect::<Vec<_>>().join(" | ");
+                failures.push(format!(
+                    "[git={in_git}] `{case}`:\n  fd  ({}) {}\n      stderr: {}\n  fnd ({}) {}\n      stderr: {}",
+                    want.code,
+                    show(&want),
+                    want.stderr.trim(),
+                    got.code,
+                    show(&got),
+                    got.stderr.trim()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {compared} cases differ:\n{}", failures.len(), failures.join("\n"));
+}
