@@ -182,6 +182,25 @@ impl Painter {
     }
 }
 
+/// On Ctrl-C, leave the terminal in its normal colours (and outside any
+/// hyperlink) even if the interrupt cut a write short, then die of SIGINT
+/// as the shell expects. Records are written whole, so this only matters
+/// for a write the terminal took in part.
+pub fn reset_terminal_on_interrupt() {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    extern "C" fn on_interrupt(_: nix::libc::c_int) {
+        const RESET_ALL: &[u8] = b"\x1b[0m\x1b]8;;\x1b\\";
+        // SAFETY: write(2), signal(2) and raise(3) are async-signal-safe.
+        unsafe {
+            nix::libc::write(1, RESET_ALL.as_ptr().cast(), RESET_ALL.len());
+            nix::libc::signal(nix::libc::SIGINT, nix::libc::SIG_DFL);
+            nix::libc::raise(nix::libc::SIGINT);
+        }
+    }
+    // SAFETY: the handler only makes async-signal-safe calls.
+    let _ = unsafe { signal(Signal::SIGINT, SigHandler::Handler(on_interrupt)) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

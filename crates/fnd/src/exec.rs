@@ -180,7 +180,14 @@ impl ExecConfig {
             return Err("No executable provided for --exec or --exec-batch".into());
         }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Ok(ExecConfig { batch, commands, batch_size: 0, threads, path_style: PathStyle::default(), null_separator: false })
+        Ok(ExecConfig {
+            batch,
+            commands,
+            batch_size: 0,
+            threads,
+            path_style: PathStyle::default(),
+            null_separator: false,
+        })
     }
 }
 
@@ -243,7 +250,8 @@ impl ExecSender {
             OsString::from_vec(arg)
         };
         let job: Job = if self.cfg.batch {
-            let arg = |c: &CommandTemplate| render(c.args.iter().find(|a| a.has_placeholders()).expect("one placeholder"));
+            let arg =
+                |c: &CommandTemplate| render(c.args.iter().find(|a| a.has_placeholders()).expect("one placeholder"));
             self.cfg.commands.iter().map(|c| vec![arg(c)]).collect()
         } else {
             self.cfg.commands.iter().map(|c| c.args.iter().map(render).collect()).collect()

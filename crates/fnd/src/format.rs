@@ -82,7 +82,9 @@ macro_rules! placeholder_help {
     ($path:literal) => {
         concat!(
             "The following placeholders are substituted:\n  ",
-            "'{}':   path (", $path, ")\n  ",
+            "'{}':   path (",
+            $path,
+            ")\n  ",
             "'{/}':  basename\n  ",
             "'{//}': parent directory\n  ",
             "'{.}':  path without file extension\n  ",
@@ -317,7 +319,11 @@ fn dirname<'a>(prefix: &'a [u8], name: &'a [u8]) -> &'a [u8] {
         return match trimmed.iter().rposition(|&b| b == b'/') {
             Some(i) => {
                 let parent = trim_trailing_slashes(&trimmed[..i]);
-                if parent.is_empty() { &trimmed[..1] } else { parent }
+                if parent.is_empty() {
+                    &trimmed[..1]
+                } else {
+                    parent
+                }
             }
             None if trimmed.is_empty() => name,
             None => b".",

@@ -8,12 +8,12 @@ use fnd_walk::EntryRef;
 
 use crate::cli::Cli;
 use crate::color::Colors;
+use crate::config::Config;
 use crate::exec::{ExecConfig, ExecSender, Executor};
 use crate::format::Template;
 use crate::hyperlink::Hyperlinks;
 use crate::listing::{Listing, ListingConfig};
 use crate::output::Stdout;
-use crate::config::Config;
 
 /// The results' destination, for the whole run.
 pub struct Sink {
@@ -61,6 +61,11 @@ impl Sink {
                 format: cli.format.as_deref().map(Template::parse),
             }),
         };
+        if let Target::Print(cfg) = &target {
+            if terminal && (cfg.colors.is_some() || cfg.hyperlinks.is_some()) {
+                crate::color::reset_terminal_on_interrupt();
+            }
+        }
         Ok(Sink { stdout: Stdout::new(), target })
     }
 
