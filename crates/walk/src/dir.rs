@@ -125,6 +125,15 @@ impl Dir {
         self.fd.load(Ordering::Acquire)
     }
 
+    /// The root directory this one lies under (itself for a root).
+    pub(crate) fn root_dir(&self) -> &Dir {
+        let mut d = self;
+        while let Some(p) = &d.parent {
+            d = p;
+        }
+        d
+    }
+
     /// After reading: keep the descriptor for `children` child opens if the
     /// budget allows, else close it. Returns the descriptor to close, if any.
     pub(crate) fn settle_fd(&self, children: usize, shared: &Shared) -> Option<OwnedFd> {
@@ -205,6 +214,14 @@ impl Job {
 
     fn open_from_root(&self, shared: &Shared, flags: OFlags) -> Result<OwnedFd, Errno> {
         let root = open_long(CWD, shared.root_path(self.parent.root), dir_flags(true), false)?;
+        // The root's path is resolved again, and its parent may be another
+        // user's to rename: if the path now leads elsewhere (a link to `/`,
+        // say), the directory the walk was reading is gone from it.
+        let walked = self.parent.root_dir();
+        let st = rustix::fs::fstat(&root)?;
+        if (st.st_dev as u64, st.st_ino as u64) != (walked.dev, walked.ino) {
+            return Err(Errno::NOENT);
+        }
         let mut rel = self.parent.prefix[self.parent.root_prefix_len..].to_vec();
         rel.extend_from_slice(&self.name);
         // Symlinks on the way are only legitimate when the walk follows them.
@@ -232,7 +249,7 @@ pub(crate) fn open_long(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags, no_syml
     let open_piece = |dir: BorrowedFd<'_>, piece: &[u8], flags: OFlags| -> Result<OwnedFd, Errno> {
         if no_symlinks {
             match rustix::fs::openat2(dir, piece, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS) {
-                Err(Errno::NOSYS) | Err(Errno::PERM) => rustix::fs::openat(dir, piece, flags, Mode::empty()),
+                Err(Errno::NOSYS) | Err(Errno::PERM) => open_each_nofollow(dir, piece, flags),
                 r => r,
             }
         } else {
@@ -256,6 +273,23 @@ pub(crate) fn open_long(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags, no_syml
     open_piece(base, rest, flags)
 }
 
+/// Without `openat2` (old kernels, some sandboxes): one component at a
+/// time, each opened with `O_NOFOLLOW`, so that a symlink anywhere on the
+/// way is refused, as `RESOLVE_NO_SYMLINKS` would.
+fn open_each_nofollow(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
+    let (rest, mut current) = match path.strip_prefix(b"/") {
+        Some(rest) => (rest, Some(rustix::fs::openat(CWD, "/", dir_flags(false), Mode::empty())?)),
+        None => (path, None),
+    };
+    let mut parts = rest.split(|&b| b == b'/').filter(|p| !p.is_empty()).peekable();
+    while let Some(part) = parts.next() {
+        let base = current.as_ref().map_or(dir, |f| f.as_fd());
+        let part_flags = if parts.peek().is_none() { flags } else { dir_flags(false) };
+        current = Some(rustix::fs::openat(base, part, part_flags, Mode::empty())?);
+    }
+    current.ok_or(Errno::NOENT)
+}
+
 /// For a path longer than PATH_MAX: open its parent directory and return
 /// it with the final name.
 pub(crate) fn open_parent_of_long_path(path: &[u8], follow: bool) -> std::io::Result<(OwnedFd, &[u8])> {
@@ -267,4 +301,23 @@ pub(crate) fn open_parent_of_long_path(path: &[u8], follow: bool) -> std::io::Re
 /// Turn an owned descriptor into a raw one the `Dir` manages.
 pub(crate) fn into_raw(fd: OwnedFd) -> RawFd {
     fd.into_raw_fd()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_without_openat2_refuses_a_symlink_on_the_way() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("real/b/c")).unwrap();
+        std::os::unix::fs::symlink("real", tmp.path().join("link")).unwrap();
+        let base = rustix::fs::openat(CWD, tmp.path(), dir_flags(true), Mode::empty()).unwrap();
+        assert!(open_each_nofollow(base.as_fd(), b"real/b/c", dir_flags(false)).is_ok());
+        assert!(open_each_nofollow(base.as_fd(), b"real//b/c", dir_flags(false)).is_ok());
+        // O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR.
+        assert_eq!(open_each_nofollow(base.as_fd(), b"link/b/c", dir_flags(false)).err(), Some(Errno::NOTDIR));
+        std::os::unix::fs::symlink("c", tmp.path().join("real/b/lc")).unwrap();
+        assert!(open_each_nofollow(base.as_fd(), b"real/b/lc", dir_flags(false)).is_err());
+    }
 }

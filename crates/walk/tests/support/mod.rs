@@ -1,0 +1,216 @@
+//! Builders for hostile trees, shared by the engine's tests and the tools'
+//! tests (which include this file with `#[path]`).
+//!
+//! Everything is built with `*at` calls relative to an open directory, so
+//! path length never matters.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags, CWD};
+use rustix::io::Errno;
+
+/// Name of every directory of a chain (10 bytes: a chain 2,000 deep has
+/// paths of 22,000 bytes, five times PATH_MAX).
+pub const CHAIN_NAME: &str = "dddddddddd";
+
+/// Names that break naive tools: line breaks, tabs, terminal escapes,
+/// option look-alikes, glob and regex metacharacters, invalid UTF-8, a
+/// C1 control (CSI) and the longest name a file system takes.
+pub fn hostile_names() -> Vec<Vec<u8>> {
+    let mut names: Vec<Vec<u8>> = [
+        &b"new\nline"[..],
+        b"\nleading-newline",
+        b"trailing-newline\n",
+        b"tab\there",
+        b"cr\rreturn",
+        b"esc\x1b[31mred\x1b[0m",
+        b"title\x1b]0;pwned\x07",
+        b"bell\x07",
+        b"del\x7f",
+        b"c1-csi\xc2\x9b31m",
+        b"-rf",
+        b"--help",
+        b"-",
+        b"*",
+        b"?",
+        b"[a-z]",
+        b"{a,b}",
+        b"a.*b",
+        b"(unclosed",
+        b"back\\slash",
+        b"$(touch pwned)",
+        b"`touch pwned`",
+        b"semi;colon",
+        b"quote'single",
+        b"quote\"double",
+        b" leading space",
+        b"trailing space ",
+        b"bad\xffutf8",
+        b"\xc3\x28",
+        b"\xed\xa0\x80surrogate",
+        b"caf\xc3\xa9",
+        b"%s%n%x",
+        b"{}",
+        b"{.}{..}",
+    ]
+    .iter()
+    .map(|n| n.to_vec())
+    .collect();
+    names.push(vec![b'L'; 255]);
+    names
+}
+
+/// A scratch directory on a memory file system when there is one: creating
+/// inodes on a busy ext4 costs about a millisecond each, which turns a
+/// 2,000-deep chain or a 200,000-entry directory into minutes.
+pub fn scratch_dir() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(dir) = tempfile::Builder::new().prefix("fnd-test").tempdir_in(shm) {
+            return dir;
+        }
+    }
+    tempfile::tempdir().expect("temporary directory")
+}
+
+/// True when `scratch_dir` is on tmpfs, where big trees are cheap to build.
+pub fn scratch_is_memory(dir: &Path) -> bool {
+    rustix::fs::statfs(dir)
+        .map(|s| s.f_type == 0x0102_1994)
+        .unwrap_or(false)
+}
+
+pub fn open_dir(dir: impl AsFd, name: impl rustix::path::Arg) -> rustix::io::Result<OwnedFd> {
+    fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+pub fn open_root(path: &Path) -> OwnedFd {
+    fs::openat(
+        CWD,
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .expect("open test root")
+}
+
+pub fn touch_at(dir: impl AsFd, name: &[u8]) {
+    fs::openat(
+        dir,
+        OsStr::from_bytes(name),
+        OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o644),
+    )
+    .unwrap_or_else(|e| panic!("create {:?}: {e}", OsStr::from_bytes(name)));
+}
+
+pub fn mkdir_at(dir: impl AsFd, name: &[u8]) {
+    fs::mkdirat(dir, OsStr::from_bytes(name), Mode::from_raw_mode(0o755))
+        .unwrap_or_else(|e| panic!("mkdir {:?}: {e}", OsStr::from_bytes(name)));
+}
+
+/// A chain `depth` directories deep under `root`, each holding a file `f`:
+/// `2 * depth` entries, the deepest at depth `depth + 1`.
+pub fn make_chain(root: &Path, depth: usize) {
+    let mut cur = open_root(root);
+    for _ in 0..depth {
+        mkdir_at(&cur, CHAIN_NAME.as_bytes());
+        let next = open_dir(&cur, CHAIN_NAME).expect("open chain link");
+        touch_at(&next, b"f");
+        cur = next;
+    }
+}
+
+/// Check one path found under a chain root: every component is a chain
+/// directory but the last, which may be `f`. Returns (depth, is_file).
+pub fn chain_entry(root: &[u8], path: &[u8]) -> (usize, bool) {
+    let rel = path
+        .strip_prefix(root)
+        .unwrap_or_else(|| panic!("path outside the root: {}", path.len()));
+    let rel = rel.strip_prefix(b"/").unwrap_or(rel);
+    let parts: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+    let (last, dirs) = parts.split_last().expect("non-empty path");
+    assert!(
+        dirs.iter().all(|p| *p == CHAIN_NAME.as_bytes()),
+        "unexpected component in a chain path"
+    );
+    let is_file = *last == b"f";
+    assert!(
+        is_file || *last == CHAIN_NAME.as_bytes(),
+        "unexpected name {:?}",
+        OsStr::from_bytes(last)
+    );
+    (parts.len(), is_file)
+}
+
+/// Every (depth, is_file) a chain `depth` deep must yield, sorted.
+pub fn chain_expected(depth: usize) -> Vec<(usize, bool)> {
+    let mut v: Vec<(usize, bool)> = (1..=depth)
+        .flat_map(|d| [(d, false), (d + 1, true)])
+        .collect();
+    v.sort();
+    v
+}
+
+/// Remove a chain with a handful of descriptors: `remove_dir_all` keeps one
+/// open per level and fails under a low descriptor limit. Each step lifts the
+/// second link up to `root` and removes the (then shallow) first one.
+pub fn remove_chain(root: &Path) {
+    let rootfd = open_root(root);
+    let mut top = CHAIN_NAME.to_string();
+    for n in 0.. {
+        let dir = match open_dir(&rootfd, top.as_str()) {
+            Ok(d) => d,
+            Err(Errno::NOENT) => return,
+            Err(e) => panic!("open {top}: {e}"),
+        };
+        let lifted = format!("lifted{n}");
+        let more = match fs::renameat(&dir, CHAIN_NAME, &rootfd, lifted.as_str()) {
+            Ok(()) => true,
+            Err(Errno::NOENT) => false,
+            Err(e) => panic!("lift: {e}"),
+        };
+        let _ = fs::unlinkat(&dir, "f", AtFlags::empty());
+        drop(dir);
+        fs::unlinkat(&rootfd, top.as_str(), AtFlags::REMOVEDIR).expect("remove chain link");
+        if !more {
+            return;
+        }
+        top = lifted;
+    }
+}
+
+/// Atomically swap two names of one directory (`renameat2(RENAME_EXCHANGE)`).
+pub fn exchange(dir: impl AsFd, a: &str, b: &str) -> rustix::io::Result<()> {
+    fs::renameat_with(&dir, a, &dir, b, RenameFlags::EXCHANGE)
+}
+
+/// A directory outside every walked tree with a file whose name the output
+/// must never contain, also under `sub` (a path the tree mirrors).
+pub const MARKER: &str = "MARKER-outside-the-tree";
+
+pub fn make_outside(base: &Path, sub: &[&str]) -> std::path::PathBuf {
+    let outside = base.join("outside");
+    let mut p = outside.clone();
+    std::fs::create_dir_all(&p).unwrap();
+    std::fs::write(p.join(MARKER), b"secret").unwrap();
+    for s in sub {
+        p = p.join(s);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join(MARKER), b"secret").unwrap();
+    }
+    outside
+}
+
+pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
