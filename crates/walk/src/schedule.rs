@@ -169,6 +169,10 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                 idle_spins = 0;
                 let flow = reader.read(shared, job, &mut visitor, &mut children);
                 if flow == Flow::Stop {
+                    // A visitor's error() can ask to stop without the reader
+                    // having raised the flag; without it the other workers
+                    // would wait forever for this job's `pending` count.
+                    shared.stop();
                     children.clear();
                     continue;
                 }
