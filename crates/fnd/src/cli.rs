@@ -67,7 +67,9 @@ pub enum StripCwdWhen {
     about = "A fast, fd-compatible file finder. By default it respects gitignore rules, skips \
              hidden entries, and is case-insensitive unless the pattern has an uppercase letter.",
     max_term_width = 98,
-    args_override_self = true
+    args_override_self = true,
+    group(clap::ArgGroup::new("execs").args(["exec", "exec_batch", "list_details"]).multiple(true)
+        .conflicts_with_all(["max_results", "quiet", "max_one_result"])),
 )]
 pub struct Cli {
     /// Include hidden files and directories (names starting with '.').
@@ -142,6 +144,13 @@ pub struct Cli {
     #[arg(long, overrides_with = "absolute_path", hide = true)]
     pub relative_path: bool,
 
+    /// Use a detailed listing format like 'ls -l'. This is basically an alias for
+    /// '--exec-batch ls -l' with some additional 'ls' options. This can be used to see more
+    /// metadata, to show symlink targets and to achieve a deterministic sort order.
+    #[arg(short = 'l', long,
+          help = "Use a long listing format with file metadata", long_help)]
+    pub list_details: bool,
+
     /// Descend into symlinked directories.
     #[arg(short = 'L', long, alias = "dereference")]
     pub follow: bool,
@@ -205,6 +214,39 @@ pub struct Cli {
     #[arg(long, value_name = "path", hide_short_help = true)]
     pub ignore_file: Vec<PathBuf>,
 
+    /// Print results according to template
+    #[arg(long, value_name = "fmt", conflicts_with = "list_details",
+          long_help = crate::format::FORMAT_HELP)]
+    pub format: Option<String>,
+
+    /// `-x/--exec` and `-X/--exec-batch` (each may be given more than once).
+    #[command(flatten)]
+    pub commands: crate::exec::ExecArgs,
+
+    /// Maximum number of arguments to pass to the command given with -X. If the number of
+    /// results is greater than the given size, the command given with -X is run again with
+    /// remaining arguments. A batch size of zero means there is no limit (default), but note
+    /// that batching might still happen due to OS restrictions on the maximum length of command
+    /// lines.
+    #[arg(long, value_name = "size", hide_short_help = true, requires = "exec_batch", default_value_t = 0,
+          help = "Max number of arguments to run as a batch size with -X", long_help)]
+    pub batch_size: usize,
+
+    /// Declare when to use color for the pattern match output
+    #[arg(short = 'c', long, value_enum, default_value_t = crate::color::ColorWhen::Auto, value_name = "when",
+          help = "When to use colors", long_help)]
+    pub color: crate::color::ColorWhen,
+
+    /// Add a terminal hyperlink to a file:// url for each path in the output.
+    ///
+    /// Auto mode  is used if no argument is given to this option.
+    ///
+    /// This doesn't do anything for --exec and --exec-batch.
+    #[arg(long, alias = "hyper", value_name = "when", require_equals = true, value_enum,
+          default_value_t = crate::hyperlink::HyperlinkWhen::Never, default_missing_value = "auto",
+          num_args = 0..=1, help = "Add hyperlinks to output paths")]
+    pub hyperlink: crate::hyperlink::HyperlinkWhen,
+
     /// Skip directories that contain an entry of this name.
     #[arg(long, value_name = "name")]
     pub ignore_contain: Vec<String>,
@@ -256,46 +298,6 @@ pub struct Cli {
     /// Do not descend into other file systems (aliases: --mount, --xdev).
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,
-
-    /// Use a detailed listing format like 'ls -l'. This is basically an alias for
-    /// '--exec-batch ls -l' with some additional 'ls' options. This can be used to see more
-    /// metadata, to show symlink targets and to achieve a deterministic sort order.
-    #[arg(short = 'l', long, conflicts_with_all = ["max_results", "max_one_result", "quiet"],
-          help = "Use a long listing format with file metadata", long_help)]
-    pub list_details: bool,
-
-    /// Print results according to template
-    #[arg(long, value_name = "fmt", conflicts_with = "list_details",
-          long_help = crate::format::FORMAT_HELP)]
-    pub format: Option<String>,
-
-    /// `-x/--exec` and `-X/--exec-batch` (each may be given more than once).
-    #[command(flatten)]
-    pub commands: crate::exec::ExecArgs,
-
-    /// Maximum number of arguments to pass to the command given with -X. If the number of
-    /// results is greater than the given size, the command given with -X is run again with
-    /// remaining arguments. A batch size of zero means there is no limit (default), but note
-    /// that batching might still happen due to OS restrictions on the maximum length of command
-    /// lines.
-    #[arg(long, value_name = "size", hide_short_help = true, requires = "exec_batch", default_value_t = 0,
-          help = "Max number of arguments to run as a batch size with -X", long_help)]
-    pub batch_size: usize,
-
-    /// Declare when to use color for the pattern match output
-    #[arg(short = 'c', long, value_enum, default_value_t = crate::color::ColorWhen::Auto, value_name = "when",
-          help = "When to use colors", long_help)]
-    pub color: crate::color::ColorWhen,
-
-    /// Add a terminal hyperlink to a file:// url for each path in the output.
-    ///
-    /// Auto mode  is used if no argument is given to this option.
-    ///
-    /// This doesn't do anything for --exec and --exec-batch.
-    #[arg(long, alias = "hyper", value_name = "when", require_equals = true, value_enum,
-          default_value_t = crate::hyperlink::HyperlinkWhen::Never, default_missing_value = "auto",
-          num_args = 0..=1, help = "Add hyperlinks to output paths")]
-    pub hyperlink: crate::hyperlink::HyperlinkWhen,
 
     /// Print a completion script for SHELL (default: from $SHELL) and exit.
     #[arg(long, value_name = "shell", hide = true, exclusive = true)]

@@ -89,7 +89,7 @@ impl clap::Args for ExecArgs {
                 .value_terminator(";")
                 .value_name("cmd")
                 .value_parser(clap::value_parser!(OsString))
-                .conflicts_with_all(["list_details", "max_results", "max_one_result", "quiet"])
+                .conflicts_with("list_details")
         };
         cmd.arg(
             command_arg("exec")
