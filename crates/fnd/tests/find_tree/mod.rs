@@ -81,3 +81,70 @@ pub fn build_tree(root: &Path, home: &Path, in_git: bool) {
     }
     file(&root.join("excluded_by_git.txt"), b"x");
 }
+
+/// Create files (and directories, for names ending in `/`) under `root`.
+pub fn make(root: &Path, spec: &[&str]) {
+    for item in spec {
+        match item.strip_suffix('/') {
+            Some(dir) => fs::create_dir_all(root.join(dir)).unwrap(),
+            None => file(&root.join(item), b"x"),
+        }
+    }
+}
+
+/// Write a file with the given contents (an ignore file, say).
+pub fn write(root: &Path, name: &str, contents: &str) {
+    file(&root.join(name), contents.as_bytes());
+}
+
+/// What one run of fnd printed and returned.
+pub struct Out {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Out {
+    /// Output lines, sorted (the parallel walk's order is not fixed).
+    pub fn sorted(&self) -> Vec<String> {
+        let mut v: Vec<String> = String::from_utf8_lossy(&self.stdout).lines().map(str::to_owned).collect();
+        v.sort();
+        v
+    }
+
+    /// Output lines in the order printed.
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8_lossy(&self.stdout).lines().map(str::to_owned).collect()
+    }
+}
+
+/// Run fnd in `cwd`, away from any user-level ignore configuration.
+pub fn fnd(cwd: &Path, args: &[&str]) -> Out {
+    fnd_env(cwd, args, &[])
+}
+
+pub fn fnd_env(cwd: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Out {
+    let mut cmd = Command::new(fnd_bin());
+    cmd.args(args).current_dir(cwd).env("HOME", "/nonexistent-home").env("XDG_CONFIG_HOME", "/nonexistent-home/.config");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    Out { code: out.status.code().unwrap_or(-1), stdout: out.stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+}
+
+/// `git init` a directory; false when git is not installed.
+pub fn git_init(dir: &Path) -> bool {
+    let ok = Command::new("git").args(["init", "-q"]).current_dir(dir).status().map(|s| s.success()).unwrap_or(false);
+    if !ok {
+        eprintln!("git is not installed: skipping the in-repository checks");
+    }
+    ok
+}
+
+/// Sorted expected lines.
+pub fn expect(lines: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = lines.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
