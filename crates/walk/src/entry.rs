@@ -292,6 +292,26 @@ impl std::fmt::Debug for EntryRef<'_> {
 use std::os::unix::ffi::OsStringExt;
 
 impl<'a> EntryRef<'a> {
+    /// The open directory holding the entry, while its chunk is visited on
+    /// the thread that read it: open or stat the entry relative to it
+    /// (`openat(dir, name)`) and skip the kernel's walk over the full path.
+    ///
+    /// ```
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a"), "").unwrap();
+    /// WalkBuilder::new(dir.path()).min_depth(1).for_each(|entry| {
+    ///     let entry = entry.unwrap();
+    ///     let parent = entry.parent_fd().expect("visited on the reading thread");
+    ///     assert!(fnd_walk::meta::stat_at(parent, entry.name_bytes(), false).is_ok());
+    ///     Flow::Continue
+    /// });
+    /// ```
+    pub fn parent_fd(&self) -> Option<BorrowedFd<'a>> {
+        self.chunk.parent_fd()
+    }
+
     /// An owned copy of the entry (one allocation, for its path), carrying
     /// the bulk-fetched metadata along when the walk fetched it.
     ///
