@@ -31,6 +31,8 @@ pub struct Config {
     pub threads: usize,
     pub order: Order,
     pub sort: Option<Sort>,
+    /// `--sort size|mtime`: the key each directory's entries are written in.
+    pub sort_by_metadata: Option<SortArg>,
     pub max_results: Option<usize>,
     pub quiet: bool,
     pub show_errors: bool,
@@ -126,11 +128,10 @@ impl Config {
             prune: cli.prune,
             threads: cli.threads.map_or(0, |n| n.get()),
             order,
-            sort: cli.sort.map(|s| match s {
-                SortArg::Name => Sort::Name,
-                // Only name sorting exists in the walk so far.
-                SortArg::Size | SortArg::Mtime => Sort::Name,
-            }),
+            // The walk sorts by name (and descends in that order); size and
+            // time reorder each directory's entries as they are written.
+            sort: cli.sort.map(|_| Sort::Name),
+            sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
             max_results: cli.max_results(),
             quiet: cli.quiet,
             show_errors: cli.show_errors,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
 
+use crate::cli::SortArg;
 use crate::config::Config;
 use crate::error::{print_error, Outcome};
 use crate::filter::{Candidate, EntryFilters};
@@ -94,7 +95,9 @@ impl Visitor for Printer<'_> {
             return Flow::Stop;
         }
         let prefix = chunk.prefix();
-        for entry in chunk.iter() {
+        let order = cfg.sort_by_metadata.map(|key| sorted_by(chunk, key));
+        for i in 0..chunk.len() {
+            let entry = chunk.get(order.as_ref().map_or(i, |o| o[i]));
             let (admitted, last) = self.admit();
             if !admitted {
                 return Flow::Stop;
@@ -121,6 +124,25 @@ impl Visitor for Printer<'_> {
         }
         Flow::Continue
     }
+}
+
+/// The chunk's entries ordered by size or modification time (ties keep the
+/// name order the walk sorted them in).
+fn sorted_by(chunk: &Chunk, key: SortArg) -> Vec<usize> {
+    let mut keyed: Vec<((i64, u32), usize)> = chunk
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let m = e.metadata().ok();
+            let k = match key {
+                SortArg::Size => m.map_or((0, 0), |m| (m.size as i64, 0)),
+                _ => m.map_or((0, 0), |m| (m.mtime, m.mtime_nsec)),
+            };
+            (k, i)
+        })
+        .collect();
+    keyed.sort_by_key(|&(k, _)| k);
+    keyed.into_iter().map(|(_, i)| i).collect()
 }
 
 /// Run the search and write its results.

@@ -58,11 +58,11 @@ fn threads_must_be_positive() {
 #[test]
 fn roots_are_spelt_like_fd() {
     let t = tree();
-    assert_eq!(fnd(t.path(), &["x"]).sorted(), expect(&["a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["x", "."]).sorted(), expect(&["./a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["x", "a"]).sorted(), expect(&["a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["x", "a/"]).sorted(), expect(&["a/x.txt"]));
-    assert_eq!(fnd(&t.path().join("a/b"), &["x", "../.."]).sorted(), expect(&["../../a/x.txt"]));
+    assert_eq!(fnd(t.path(), &["^x"]).sorted(), expect(&["a/x.txt"]));
+    assert_eq!(fnd(t.path(), &["^x", "."]).sorted(), expect(&["./a/x.txt"]));
+    assert_eq!(fnd(t.path(), &["^x", "a"]).sorted(), expect(&["a/x.txt"]));
+    assert_eq!(fnd(t.path(), &["^x", "a/"]).sorted(), expect(&["a/x.txt"]));
+    assert_eq!(fnd(&t.path().join("a/b"), &["^x", "../.."]).sorted(), expect(&["../../a/x.txt"]));
     assert_eq!(fnd(t.path(), &["--search-path", "a", "--search-path", "e", "-tf"]).sorted(), expect(&["a/b/c/d.txt", "a/x.txt"]));
     assert_eq!(fnd(t.path(), &["-C", "a", "-tf"]).sorted(), expect(&["b/c/d.txt", "x.txt"]));
 }
@@ -70,17 +70,17 @@ fn roots_are_spelt_like_fd() {
 #[test]
 fn bad_roots() {
     let t = tree();
-    let out = fnd(t.path(), &["x", "missing", "a"]);
+    let out = fnd(t.path(), &["^x", "missing", "a"]);
     assert_eq!(out.code, 0);
     assert_eq!(out.sorted(), expect(&["a/x.txt"]));
     assert_eq!(out.stderr, "[fnd error]: Search path 'missing' is not a directory.\n");
-    let out = fnd(t.path(), &["x", "top.txt"]);
+    let out = fnd(t.path(), &["^x", "top.txt"]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stderr, "[fnd error]: Search path 'top.txt' is not a directory.\n[fnd error]: No valid search paths given.\n");
     let out = fnd(t.path(), &["-C", "nowhere"]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stderr, "[fnd error]: The '--base-directory' path 'nowhere' is not a directory.\n");
-    assert_eq!(fnd(t.path(), &["x", "a", "--search-path", "e"]).code, 2);
+    assert_eq!(fnd(t.path(), &["^x", "a", "--search-path", "e"]).code, 2);
 }
 
 #[test]
@@ -92,4 +92,16 @@ fn sorted_orders_stream_in_tree_order() {
     assert_eq!(dfs, ["a/", "b.txt", "e/", "top.txt", "a/a.txt", "a/b/", "a/x.txt", "a/z/", "a/b/c/", "a/b/c/d.txt", "e/f.txt"]);
     let bfs = fnd(t.path(), &["--sort", "name", "--order", "bfs"]).lines();
     assert_eq!(bfs, ["a/", "b.txt", "e/", "top.txt", "a/a.txt", "a/b/", "a/x.txt", "a/z/", "e/f.txt", "a/b/c/", "a/b/c/d.txt"]);
+}
+
+#[test]
+fn sort_by_size_and_time() {
+    let t = tempfile::tempdir().unwrap();
+    find_tree::write(t.path(), "big", &"x".repeat(300));
+    find_tree::write(t.path(), "small", "x");
+    find_tree::write(t.path(), "mid", &"x".repeat(100));
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    std::fs::File::options().write(true).open(t.path().join("big")).unwrap().set_modified(old).unwrap();
+    assert_eq!(fnd(t.path(), &["--sort", "size"]).lines(), ["small", "mid", "big"]);
+    assert_eq!(fnd(t.path(), &["--sort", "mtime"]).lines()[0], "big");
 }
