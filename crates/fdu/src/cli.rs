@@ -1,0 +1,303 @@
+//! Command line: GNU du's options (same names, same defaults, same errors
+//! and exit code 1 for bad usage) plus the tree view, JSON and progress.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+use crate::format::{SizeFormat, TimeFormat};
+
+/// What is added up per entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// Allocated blocks (`st_blocks * 512`).
+    Disk,
+    /// Apparent size (`st_size`).
+    Apparent,
+    /// One per inode (`--inodes`).
+    Inodes,
+}
+
+/// Which symlinks are followed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    Never,
+    /// Command-line operands only (`-H`, `-D`).
+    Operands,
+    All,
+}
+
+/// Which timestamp `--time` shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeKind {
+    Modified,
+    Accessed,
+    Changed,
+}
+
+/// `-t`: a positive threshold hides smaller entries, a negative one larger.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    AtLeast(u64),
+    AtMost(u64),
+}
+
+impl Threshold {
+    pub fn shows(self, amount: u64) -> bool {
+        match self {
+            Threshold::AtLeast(t) => amount >= t,
+            Threshold::AtMost(t) => amount <= t,
+        }
+    }
+}
+
+/// Everything a run needs, checked.
+#[derive(Debug)]
+pub struct Options {
+    pub operands: Vec<Vec<u8>>,
+    /// Operands come from `--files0-from`.
+    pub files0_from: Option<Vec<u8>>,
+    pub all: bool,
+    pub max_depth: usize,
+    pub total: bool,
+    pub measure: Measure,
+    pub size: SizeFormat,
+    pub one_file_system: bool,
+    pub follow: Follow,
+    pub count_links: bool,
+    pub separate_dirs: bool,
+    pub excludes: Vec<String>,
+    pub null: bool,
+    pub threshold: Threshold,
+    pub time: Option<(TimeKind, TimeFormat)>,
+    pub threads: usize,
+    pub tree: Option<TreeOptions>,
+    pub json: bool,
+    pub from_json: Option<Vec<u8>>,
+    pub progress: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct TreeOptions {
+    /// Levels below the root shown.
+    pub depth: usize,
+    /// Most lines shown.
+    pub lines: usize,
+    /// Width of the bar.
+    pub bar_width: usize,
+}
+
+/// A usage error: du prints `du: MESSAGE`, then a hint to `--help`, exit 1.
+#[derive(Debug)]
+pub struct UsageError {
+    pub message: String,
+    pub hint: bool,
+}
+
+fn usage(message: impl Into<String>) -> UsageError {
+    UsageError { message: message.into(), hint: true }
+}
+
+fn invalid(message: impl Into<String>) -> UsageError {
+    UsageError { message: message.into(), hint: false }
+}
+
+pub fn command() -> Command {
+    let flag = |name: &'static str| Arg::new(name).action(ArgAction::SetTrue);
+    let value = |name: &'static str| Arg::new(name).action(ArgAction::Append).num_args(1);
+    Command::new("fdu")
+        .about("Summarize disk usage of each FILE, recursively for directories (GNU du compatible, parallel)")
+        .version(env!("CARGO_PKG_VERSION"))
+        .override_usage("fdu [OPTION]... [FILE]...\n       fdu [OPTION]... --files0-from=F")
+        .args_override_self(true)
+        .arg(Arg::new("files").action(ArgAction::Append).value_parser(clap::value_parser!(OsString)).help("Files and directories (default: .)"))
+        .arg(flag("null").short('0').long("null").help("End each output line with NUL, not newline"))
+        .arg(flag("all").short('a').long("all").help("Write counts for all files, not just directories"))
+        .arg(flag("apparent-size").short('A').long("apparent-size").help("Print apparent sizes rather than disk usage"))
+        .arg(value("block-size").short('B').long("block-size").value_name("SIZE").help("Scale sizes by SIZE before printing (e.g. -BM prints sizes in units of 1,048,576 bytes)"))
+        .arg(flag("bytes").short('b').long("bytes").help("Equivalent to --apparent-size --block-size=1"))
+        .arg(flag("total").short('c').long("total").help("Produce a grand total"))
+        .arg(flag("dereference-args").short('D').short_alias('H').long("dereference-args").help("Dereference only symlinks that are listed on the command line"))
+        .arg(value("max-depth").short('d').long("max-depth").value_name("N").help("Print the total for a directory only if it is N or fewer levels below the command line argument"))
+        .arg(Arg::new("files0-from").long("files0-from").value_name("F").value_parser(clap::value_parser!(OsString)).help("Summarize disk usage of the NUL-terminated file names in file F; if F is -, read names from standard input"))
+        .arg(flag("human-readable").short('h').long("human-readable").help("Print sizes in human readable format (e.g., 1K 234M 2G)"))
+        .arg(flag("inodes").long("inodes").help("List inode usage information instead of block usage"))
+        .arg(flag("k").short('k').help("Like --block-size=1K"))
+        .arg(flag("dereference").short('L').long("dereference").help("Dereference all symbolic links"))
+        .arg(flag("count-links").short('l').long("count-links").help("Count sizes many times if hard linked"))
+        .arg(flag("m").short('m').help("Like --block-size=1M"))
+        .arg(flag("no-dereference").short('P').long("no-dereference").help("Don't follow any symbolic links (this is the default)"))
+        .arg(flag("separate-dirs").short('S').long("separate-dirs").help("For directories do not include size of subdirectories"))
+        .arg(flag("si").long("si").help("Like -h, but use powers of 1000 not 1024"))
+        .arg(flag("summarize").short('s').long("summarize").help("Display only a total for each argument"))
+        .arg(value("threshold").short('t').long("threshold").value_name("SIZE").allow_hyphen_values(true).help("Exclude entries smaller than SIZE if positive, or entries greater than SIZE if negative"))
+        .arg(Arg::new("time").long("time").value_name("WORD").num_args(0..=1).require_equals(true).default_missing_value("mtime").action(ArgAction::Append).help("Show time of the last modification of any file in the directory, or any of its subdirectories (WORD: atime, access, use, ctime, status)"))
+        .arg(value("time-style").long("time-style").value_name("STYLE").help("Show times using STYLE: full-iso, long-iso, iso, +FORMAT"))
+        .arg(value("exclude-from").short('X').long("exclude-from").value_name("FILE").help("Exclude files that match any pattern in FILE"))
+        .arg(value("exclude").long("exclude").value_name("PATTERN").help("Exclude files that match PATTERN"))
+        .arg(flag("one-file-system").short('x').long("one-file-system").help("Skip directories on different file systems"))
+        .arg(value("threads").short('j').long("threads").value_name("N").help("Worker threads (default: one per core)"))
+        .arg(flag("tree").long("tree").help("Show the largest entries as a tree with bars and percentages"))
+        .arg(value("tree-depth").long("tree-depth").value_name("N").help("Levels shown by --tree (default 4)"))
+        .arg(value("tree-lines").short('n').long("tree-lines").value_name("N").help("Most lines shown by --tree (default: terminal height, or 40)"))
+        .arg(flag("json").long("json").help("Write the scanned tree as JSON (nested, with sizes)"))
+        .arg(Arg::new("from-json").long("from-json").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read a tree written by --json (- for stdin) instead of scanning"))
+        .arg(flag("no-progress").long("no-progress").help("Never show the progress line on stderr"))
+        .disable_help_flag(true)
+        .arg(Arg::new("help").long("help").action(ArgAction::Help).help("Display this help and exit"))
+}
+
+/// The last value of an option given several times (du keeps the last).
+fn last<'a>(m: &'a ArgMatches, id: &str) -> Option<&'a String> {
+    m.get_many::<String>(id).and_then(|v| v.last())
+}
+
+/// Position on the command line of the last occurrence of an option.
+fn position(m: &ArgMatches, id: &str) -> Option<usize> {
+    if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
+        return None;
+    }
+    m.indices_of(id).and_then(|i| i.last())
+}
+
+pub fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
+    let m = command().try_get_matches_from(args)?;
+    Ok(options(&m).unwrap_or_else(|e| crate::usage_exit(e)))
+}
+
+fn options(m: &ArgMatches) -> Result<Options, UsageError> {
+    let flag = |id: &str| m.get_flag(id);
+    let mut measure = if flag("apparent-size") { Measure::Apparent } else { Measure::Disk };
+    // Of the size-format options, the last one given wins (as in du).
+    let mut size = SizeFormat::from_env();
+    let mut formats: Vec<(usize, &str)> = ["block-size", "bytes", "human-readable", "k", "m", "si"]
+        .into_iter()
+        .filter_map(|id| position(m, id).map(|p| (p, id)))
+        .collect();
+    formats.sort();
+    for (_, id) in formats {
+        size = match id {
+            "block-size" => {
+                let spec = last(m, "block-size").map(String::as_str).unwrap_or("");
+                SizeFormat::parse(spec).map_err(|_| invalid(format!("invalid --block-size argument {}", crate::format::quote(spec.as_bytes()))))?
+            }
+            "bytes" => SizeFormat::Blocks { block: 1, suffix: String::new() },
+            "human-readable" => SizeFormat::Human { base: 1024 },
+            "si" => SizeFormat::Human { base: 1000 },
+            "k" => SizeFormat::Blocks { block: 1024, suffix: String::new() },
+            _ => SizeFormat::Blocks { block: 1 << 20, suffix: String::new() },
+        };
+    }
+    if flag("bytes") {
+        measure = Measure::Apparent;
+    }
+    if flag("inodes") {
+        measure = Measure::Inodes;
+        if !matches!(size, SizeFormat::Human { .. }) {
+            size = SizeFormat::Blocks { block: 1, suffix: String::new() };
+        }
+    }
+    let summarize = flag("summarize");
+    let mut max_depth = usize::MAX;
+    if let Some(d) = last(m, "max-depth") {
+        max_depth = d.parse().map_err(|_| usage(format!("invalid maximum depth {}", crate::format::quote(d.as_bytes()))))?;
+    }
+    if summarize {
+        if max_depth != usize::MAX && max_depth != 0 {
+            return Err(usage(format!("warning: summarizing conflicts with --max-depth={max_depth}")));
+        }
+        max_depth = 0;
+    }
+    if summarize && flag("all") {
+        return Err(usage("cannot both summarize and show all entries"));
+    }
+    let threshold = match last(m, "threshold") {
+        None => Threshold::AtLeast(0),
+        Some(t) => parse_threshold(t).ok_or_else(|| invalid(format!("invalid --threshold argument {}", crate::format::quote(t.as_bytes()))))?,
+    };
+    let time = match m.get_many::<String>("time").and_then(|v| v.last()) {
+        None => None,
+        Some(word) => {
+            let kind = match word.as_str() {
+                "mtime" | "modification" => TimeKind::Modified,
+                "atime" | "access" | "use" => TimeKind::Accessed,
+                "ctime" | "status" => TimeKind::Changed,
+                w => return Err(usage(format!("invalid argument {} for '--time'", crate::format::quote(w.as_bytes())))),
+            };
+            let style = last(m, "time-style").cloned().or_else(|| std::env::var("TIME_STYLE").ok()).unwrap_or_else(|| "long-iso".into());
+            let format = TimeFormat::parse(&style).map_err(|_| usage(format!("invalid argument {} for 'time style'", crate::format::quote(style.as_bytes()))))?;
+            Some((kind, format))
+        }
+    };
+    let mut excludes: Vec<String> = m.get_many::<String>("exclude").map(|v| v.cloned().collect()).unwrap_or_default();
+    for file in m.get_many::<String>("exclude-from").into_iter().flatten() {
+        let text = std::fs::read(file).map_err(|e| invalid(format!("{}: {}", crate::format::quote(file.as_bytes()), crate::error_text(&e))))?;
+        excludes.extend(text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| String::from_utf8_lossy(l).into_owned()));
+    }
+    let follow = if flag("dereference") && position(m, "dereference") > position(m, "no-dereference") {
+        Follow::All
+    } else if flag("dereference-args") {
+        Follow::Operands
+    } else {
+        Follow::Never
+    };
+    let operands: Vec<Vec<u8>> = m.get_many::<OsString>("files").map(|v| v.map(|s| s.as_bytes().to_vec()).collect()).unwrap_or_default();
+    let files0_from = m.get_one::<OsString>("files0-from").map(|s| s.as_bytes().to_vec());
+    if files0_from.is_some() && !operands.is_empty() {
+        return Err(usage(format!(
+            "extra operand {}\nfile operands cannot be combined with --files0-from",
+            crate::format::quote(&operands[0])
+        )));
+    }
+    let number = |id: &str, default: usize| -> Result<usize, UsageError> {
+        match last(m, id) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| usage(format!("invalid --{id} argument {}", crate::format::quote(v.as_bytes())))),
+        }
+    };
+    let tree = flag("tree").then(|| -> Result<TreeOptions, UsageError> {
+        let (cols, rows) = crate::tree::terminal_size();
+        Ok(TreeOptions { depth: number("tree-depth", 4)?, lines: number("tree-lines", rows.saturating_sub(4).max(10))?, bar_width: (cols / 4).clamp(10, 40) })
+    });
+    let tree = tree.transpose()?;
+    Ok(Options {
+        operands,
+        files0_from,
+        all: flag("all"),
+        max_depth,
+        total: flag("total"),
+        measure,
+        size,
+        one_file_system: flag("one-file-system"),
+        follow,
+        count_links: flag("count-links"),
+        separate_dirs: flag("separate-dirs"),
+        excludes,
+        null: flag("null"),
+        threshold,
+        time,
+        threads: number("threads", 0)?,
+        tree,
+        json: flag("json"),
+        from_json: m.get_one::<OsString>("from-json").map(|s| s.as_bytes().to_vec()),
+        progress: !flag("no-progress"),
+    })
+}
+
+/// du's threshold: a block-size-style number, negative to mean "at most"
+/// (`-0` is refused, as du refuses it).
+fn parse_threshold(t: &str) -> Option<Threshold> {
+    let (negative, digits) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
+        return (!negative).then_some(Threshold::AtLeast(0));
+    }
+    let bytes = match SizeFormat::parse(digits).ok()? {
+        SizeFormat::Blocks { block, .. } => block,
+        SizeFormat::Human { .. } => return None,
+    };
+    Some(if negative { Threshold::AtMost(bytes) } else { Threshold::AtLeast(bytes) })
+}

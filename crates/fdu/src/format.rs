@@ -1,0 +1,275 @@
+//! How sizes, times and names are spelled: GNU du's block sizes and
+//! human-readable rounding (always up, as du does), its time styles, and
+//! its shell-style quoting of names in error messages.
+
+/// How an amount (bytes, or inodes) is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizeFormat {
+    /// `ceil(amount / block)`, followed by `suffix` (`-BM` prints `1M`; `-B1M` prints `1`).
+    Blocks { block: u64, suffix: String },
+    /// Scaled by powers of `base` with one decimal below 10 (`-h`: 1024, `--si`: 1000).
+    Human { base: u64 },
+}
+
+impl SizeFormat {
+    /// du's default: 1024-byte blocks, unless the environment says otherwise
+    /// (`DU_BLOCK_SIZE`, `BLOCK_SIZE`, `BLOCKSIZE`, `POSIXLY_CORRECT`).
+    pub fn from_env() -> SizeFormat {
+        for var in ["DU_BLOCK_SIZE", "BLOCK_SIZE", "BLOCKSIZE"] {
+            if let Some(spec) = std::env::var_os(var) {
+                if let Some(f) = spec.to_str().and_then(|s| SizeFormat::parse(s).ok()) {
+                    return f;
+                }
+            }
+        }
+        let block = if std::env::var_os("POSIXLY_CORRECT").is_some() { 512 } else { 1024 };
+        SizeFormat::Blocks { block, suffix: String::new() }
+    }
+
+    /// Parse a `--block-size` value the way coreutils does: an optional
+    /// number, then an optional unit (`K`, `M`, … in powers of 1024; `KB`,
+    /// `MB`, … in powers of 1000; `KiB`, … in 1024). Without a number the
+    /// unit is printed after each size. `human-readable` and `si` are the
+    /// same as `-h` and `--si`.
+    pub fn parse(spec: &str) -> Result<SizeFormat, ()> {
+        match spec {
+            "human-readable" => return Ok(SizeFormat::Human { base: 1024 }),
+            "si" => return Ok(SizeFormat::Human { base: 1000 }),
+            _ => {}
+        }
+        let spec = spec.strip_prefix('\'').unwrap_or(spec);
+        let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
+        let (number, unit) = spec.split_at(digits);
+        let count: u64 = if number.is_empty() { 1 } else { number.parse().map_err(|_| ())? };
+        let (scale, suffix) = parse_unit(unit)?;
+        let block = count.checked_mul(scale).ok_or(())?;
+        if block == 0 {
+            return Err(());
+        }
+        let suffix = if number.is_empty() { suffix } else { String::new() };
+        Ok(SizeFormat::Blocks { block, suffix })
+    }
+
+    /// Append the amount as du prints it.
+    pub fn write(&self, amount: u64, out: &mut Vec<u8>) {
+        match self {
+            SizeFormat::Blocks { block, suffix } => {
+                let n = amount / block + u64::from(amount % block != 0);
+                write_u64(n, out);
+                out.extend_from_slice(suffix.as_bytes());
+            }
+            SizeFormat::Human { base } => write_human(amount, *base, out),
+        }
+    }
+
+    /// The amount as a string (for the tree view).
+    pub fn to_string(&self, amount: u64) -> String {
+        let mut v = Vec::new();
+        self.write(amount, &mut v);
+        String::from_utf8(v).unwrap_or_default()
+    }
+}
+
+/// `K`, `MB`, `GiB`, … → (multiplier, the suffix as du prints it).
+fn parse_unit(unit: &str) -> Result<(u64, String), ()> {
+    if unit.is_empty() {
+        return Ok((1, String::new()));
+    }
+    let mut chars = unit.chars();
+    let letter = chars.next().ok_or(())?;
+    let power = match letter {
+        'k' | 'K' => 1,
+        'm' | 'M' => 2,
+        'g' | 'G' => 3,
+        't' | 'T' => 4,
+        'P' => 5,
+        'e' | 'E' => 6,
+        'Z' => 7,
+        'Y' => 8,
+        'R' => 9,
+        'Q' => 10,
+        _ => return Err(()),
+    };
+    let (base, tail) = match chars.as_str() {
+        "" => (1024u64, ""),
+        "B" => (1000, "B"),
+        "iB" => (1024, "iB"),
+        _ => return Err(()),
+    };
+    let scale = (0..power).try_fold(1u64, |acc, _| acc.checked_mul(base)).ok_or(())?;
+    let shown = if base == 1000 && letter.eq_ignore_ascii_case(&'k') { 'k' } else { letter.to_ascii_uppercase() };
+    Ok((scale, format!("{shown}{tail}")))
+}
+
+pub fn write_u64(n: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
+/// gnulib's `human_readable` with `human_autoscale | human_ceiling`: the
+/// same digits, the same upward rounding, the same `k` for SI kilo.
+fn write_human(n: u64, base: u64, out: &mut Vec<u8>) {
+    const SUFFIXES: &[u8] = b"KMGTPEZYRQ";
+    let mut amt = n;
+    let mut tenths = 0u64;
+    let mut rounding = 0u64; // 0: exact, 1: below half, 2: half, 3: above half
+    let mut exponent = 0usize;
+    let mut decimal: Option<u64> = None;
+    if base <= amt {
+        loop {
+            let r10 = (amt % base) * 10 + tenths;
+            let r2 = (r10 % base) * 2 + (rounding >> 1);
+            amt /= base;
+            tenths = r10 / base;
+            rounding = if r2 < base { u64::from(r2 != 0) + u64::from(rounding != 0) } else { 2 + u64::from(base < r2 + rounding) };
+            exponent += 1;
+            if !(base <= amt && exponent < SUFFIXES.len()) {
+                break;
+            }
+        }
+        if amt < 10 {
+            if rounding > 0 {
+                tenths += 1;
+                rounding = 0;
+                if tenths == 10 {
+                    amt += 1;
+                    tenths = 0;
+                }
+            }
+            if amt < 10 {
+                decimal = Some(tenths);
+                tenths = 0;
+                rounding = 0;
+            }
+        }
+    }
+    if tenths + rounding > 0 {
+        amt += 1;
+        if amt == base && exponent < SUFFIXES.len() {
+            exponent += 1;
+            decimal = Some(0);
+            amt = 1;
+        }
+    }
+    write_u64(amt, out);
+    if let Some(d) = decimal {
+        out.push(b'.');
+        out.push(b'0' + d as u8);
+    }
+    if exponent > 0 {
+        let s = SUFFIXES[exponent - 1];
+        out.push(if base == 1000 && s == b'K' { b'k' } else { s });
+    }
+}
+
+/// Which time `--time` shows, and how.
+#[derive(Clone, Debug)]
+pub struct TimeFormat {
+    /// A strftime format (du's `--time-style`).
+    pub strftime: String,
+}
+
+impl TimeFormat {
+    /// `full-iso`, `long-iso`, `iso` or `+FORMAT`; du's default is `long-iso`.
+    pub fn parse(style: &str) -> Result<TimeFormat, ()> {
+        let style = style.strip_prefix("posix-").unwrap_or(style);
+        let strftime = match style {
+            "full-iso" => "%Y-%m-%d %H:%M:%S.%N %z".to_string(),
+            "long-iso" => "%Y-%m-%d %H:%M".to_string(),
+            "iso" => "%Y-%m-%d".to_string(),
+            s if s.starts_with('+') => s[1..].split('\n').next().unwrap_or("").to_string(),
+            _ => return Err(()),
+        };
+        Ok(TimeFormat { strftime })
+    }
+
+    /// Append a time given in nanoseconds since the epoch, in the local zone.
+    pub fn write(&self, nanos: i64, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
+        let ts = jiff::Timestamp::from_nanosecond(nanos as i128).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        let zoned = ts.to_zoned(tz.clone());
+        out.extend_from_slice(zoned.strftime(&self.strftime).to_string().as_bytes());
+    }
+}
+
+/// A name quoted the way coreutils quotes file names in diagnostics
+/// (`quoteaf`): always in single quotes, `'` as `'\''`, control bytes and
+/// invalid UTF-8 as `$'\ooo'` pieces.
+pub fn quote(name: &[u8]) -> String {
+    let mut s = String::from("'");
+    // A character du cannot show inside single quotes closes them, goes in
+    // as `$'\ooo'`, and reopens them: `'a'$'\n''b'`.
+    let escape = |s: &mut String, esc: &str| {
+        s.push_str("'$'");
+        s.push_str(esc);
+        s.push_str("''");
+    };
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\'' => s.push_str("'\\''"),
+                '\n' => escape(&mut s, "\\n"),
+                '\t' => escape(&mut s, "\\t"),
+                c if c.is_control() => escape(&mut s, &format!("\\{:03o}", c as u32)),
+                c => s.push(c),
+            }
+        }
+        for &b in chunk.invalid() {
+            escape(&mut s, &format!("\\{b:03o}"));
+        }
+    }
+    s.push('\'');
+    // A name ending in an escape leaves an empty `''` behind; du drops it.
+    if s.len() > 3 && s.ends_with("'''") {
+        s.truncate(s.len() - 2);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn human(n: u64, base: u64) -> String {
+        let mut v = Vec::new();
+        write_human(n, base, &mut v);
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn human_rounds_up_like_du() {
+        assert_eq!(human(0, 1024), "0");
+        assert_eq!(human(1023, 1024), "1023");
+        assert_eq!(human(1024, 1024), "1.0K");
+        assert_eq!(human(1500, 1024), "1.5K");
+        assert_eq!(human(4096, 1000), "4.1k");
+        assert_eq!(human(2_000_000, 1024), "2.0M");
+        assert_eq!(human(10 * 1024 + 1, 1024), "11K");
+        assert_eq!(human(1024 * 1024 - 1, 1024), "1.0M");
+    }
+
+    #[test]
+    fn block_sizes_parse_like_coreutils() {
+        assert_eq!(SizeFormat::parse("M"), Ok(SizeFormat::Blocks { block: 1 << 20, suffix: "M".into() }));
+        assert_eq!(SizeFormat::parse("1M"), Ok(SizeFormat::Blocks { block: 1 << 20, suffix: "".into() }));
+        assert_eq!(SizeFormat::parse("KB"), Ok(SizeFormat::Blocks { block: 1000, suffix: "kB".into() }));
+        assert_eq!(SizeFormat::parse("KiB"), Ok(SizeFormat::Blocks { block: 1024, suffix: "KiB".into() }));
+        assert!(SizeFormat::parse("0").is_err());
+        assert!(SizeFormat::parse("foo").is_err());
+    }
+
+    #[test]
+    fn quotes_like_coreutils() {
+        assert_eq!(quote(b"abc"), "'abc'");
+        assert_eq!(quote(b"it's"), "'it'\\''s'");
+    }
+}

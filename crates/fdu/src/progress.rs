@@ -1,0 +1,52 @@
+//! A progress line on stderr during long scans: only when stderr is a
+//! terminal, only after the scan has run for a moment, gone when it ends.
+
+use std::io::IsTerminal;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::scan::Progress;
+
+/// Short scans finish before this and never draw anything.
+const DELAY: Duration = Duration::from_millis(400);
+const TICK: Duration = Duration::from_millis(100);
+
+pub struct Ticker {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl Ticker {
+    /// Start the progress thread when stderr is a terminal.
+    pub fn start(progress: &'static Progress) -> Option<Ticker> {
+        if !std::io::stderr().is_terminal() {
+            return None;
+        }
+        let (stop, stopped) = mpsc::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            if stopped.recv_timeout(DELAY) != Err(RecvTimeoutError::Timeout) {
+                return;
+            }
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()));
+            loop {
+                let entries = progress.entries.load(Relaxed);
+                let bytes = progress.bytes.load(Relaxed);
+                bar.set_message(format!("{entries} entries, {}", indicatif::BinaryBytes(bytes)));
+                bar.tick();
+                if stopped.recv_timeout(TICK) != Err(RecvTimeoutError::Timeout) {
+                    break;
+                }
+            }
+            bar.finish_and_clear();
+        });
+        Some(Ticker { stop, thread })
+    }
+
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
