@@ -1,0 +1,580 @@
+//! fnd on trees built to break finders: it runs as root on trees other
+//! users control. Hostile names come out byte-exact on a pipe and escaped on
+//! a terminal, chains far past PATH_MAX are listed whole even with 32
+//! descriptors, a huge directory streams in bounded memory, links are never
+//! followed out of the tree, and loops end.
+
+#[path = "../../walk/tests/support/mod.rs"]
+mod support;
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use support::*;
+
+fn fnd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fnd"));
+    cmd.env_remove("LS_COLORS")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run fnd");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "fnd panicked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn records(stdout: &[u8]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = stdout.split(|&b| b == 0).collect();
+    assert_eq!(v.pop(), Some(&b""[..]), "output ends with a NUL");
+    v
+}
+
+fn bytes(p: &Path) -> Vec<u8> {
+    p.as_os_str().as_bytes().to_vec()
+}
+
+fn cat(parts: &[&[u8]]) -> Vec<u8> {
+    parts.concat()
+}
+
+/// root/files/<name> for every hostile name, and root/dirs/<name>/<name>.
+/// Returns the paths fnd prints for them under `root` (directories end in `/`).
+fn hostile_tree(root: &Path) -> HashSet<Vec<u8>> {
+    let top = open_root(root);
+    mkdir_at(&top, b"files");
+    mkdir_at(&top, b"dirs");
+    let files = open_dir(&top, "files").unwrap();
+    let dirs = open_dir(&top, "dirs").unwrap();
+    let r = bytes(root);
+    let mut expected: HashSet<Vec<u8>> = [cat(&[&r, b"/files/"]), cat(&[&r, b"/dirs/"])].into();
+    for name in hostile_names() {
+        touch_at(&files, &name);
+        mkdir_at(&dirs, &name);
+        touch_at(
+            open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(),
+            &name,
+        );
+        expected.insert(cat(&[&r, b"/files/", &name]));
+        expected.insert(cat(&[&r, b"/dirs/", &name, b"/"]));
+        expected.insert(cat(&[&r, b"/dirs/", &name, b"/", &name]));
+    }
+    expected
+}
+
+#[test]
+fn hostile_names_are_printed_byte_exact_on_a_pipe() {
+    let tmp = tempfile::tempdir().unwrap();
+    let expected = hostile_tree(tmp.path());
+    for order in ["dfs", "bfs", "parallel"] {
+        let out = run(fnd()
+            .args(["-u", "-0", "--order", order, "."])
+            .arg(tmp.path()));
+        assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
+        let found: Vec<&[u8]> = records(&out.stdout);
+        let set: HashSet<Vec<u8>> = found.iter().map(|r| r.to_vec()).collect();
+        assert_eq!(set.len(), found.len(), "a path printed twice");
+        assert!(
+            set == expected,
+            "-0 output differs from the tree ({} of {} paths)",
+            set.len(),
+            expected.len()
+        );
+    }
+    // Newline-separated output is the same bytes, only separated differently
+    // (one thread: the same order twice).
+    let nul = run(fnd().args(["-u", "-0", "-j1", "."]).arg(tmp.path())).stdout;
+    let nl = run(fnd().args(["-u", "-j1", "."]).arg(tmp.path())).stdout;
+    let swapped: Vec<u8> = nul
+        .iter()
+        .map(|&b| if b == 0 { b'\n' } else { b })
+        .collect();
+    assert!(nl == swapped, "newline output is not byte-exact");
+}
+
+#[test]
+fn hostile_names_are_matched() {
+    let tmp = tempfile::tempdir().unwrap();
+    hostile_tree(tmp.path());
+    let files = tmp.path().join("files");
+    let f = |name: &[u8]| cat(&[&bytes(&files), b"/", name]);
+    let find = |args: &[&[u8]]| -> HashSet<Vec<u8>> {
+        let mut cmd = fnd();
+        cmd.args(["-u", "-0"]);
+        for a in args {
+            cmd.arg(std::ffi::OsStr::from_bytes(a));
+        }
+        let out = run(cmd.arg(&files));
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        records(&out.stdout)
+            .into_iter()
+            .map(|r| r.to_vec())
+            .collect()
+    };
+    for name in hostile_names() {
+        // Every name, newlines, escapes and invalid UTF-8 included, is found
+        // by itself as a fixed string.
+        if std::str::from_utf8(&name).is_ok() {
+            let found = find(&[b"-F", b"--", &name]);
+            assert!(
+                found.contains(&f(&name)),
+                "-F {:?} not found",
+                String::from_utf8_lossy(&name)
+            );
+        }
+    }
+    assert_eq!(find(&[b"--", b"^-rf$"]), [f(b"-rf")].into());
+    assert_eq!(
+        find(&[b"-g", b"--", b"-*"]),
+        [f(b"-rf"), f(b"--help"), f(b"-")].into()
+    );
+    assert_eq!(find(&[b"-g", b"[[]a-z]"]), [f(b"[a-z]")].into());
+    assert_eq!(find(&[b"-g", b"\\*"]), [f(b"*")].into());
+    assert_eq!(find(&[b"-F", b"$(touch"]), [f(b"$(touch pwned)")].into());
+    assert!(
+        find(&[b"utf8$"]).contains(&f(b"bad\xffutf8")),
+        "a regex matches a name that is not UTF-8"
+    );
+    assert!(
+        find(&[b"\\n"]).contains(&f(b"new\nline")),
+        "a regex matches a newline in a name"
+    );
+    assert_eq!(find(&[b"-F", &[b'L'; 255]]), [f(&[b'L'; 255])].into());
+}
+
+#[test]
+fn print0_output_is_safe_for_xargs() {
+    let tmp = tempfile::tempdir().unwrap();
+    hostile_tree(tmp.path());
+    let fnd_path = env!("CARGO_BIN_EXE_fnd");
+    // From the working directory, as users type it: results keep their `./`
+    // (as fd does with -0), so `-rf` cannot turn into an option.
+    let direct = run(fnd().args(["-u", "-0", "-j1"]).current_dir(tmp.path())).stdout;
+    for r in records(&direct) {
+        assert!(
+            r.starts_with(b"./"),
+            "-0 result without ./: {:?}",
+            String::from_utf8_lossy(r)
+        );
+    }
+    let piped = run(Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{fnd_path}' -u -0 -j1 | xargs -0 printf '%s\\0'"))
+        .current_dir(tmp.path())
+        .env("NO_COLOR", "1"));
+    assert!(piped.status.success(), "{piped:?}");
+    assert!(
+        piped.stdout == direct,
+        "paths changed on their way through xargs -0"
+    );
+}
+
+/// A pseudo-terminal: the controller's end and the path of the terminal end.
+fn open_pty() -> Option<(OwnedFd, OwnedFd)> {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).ok()?;
+    grantpt(&controller).ok()?;
+    unlockpt(&controller).ok()?;
+    let name = ptsname(&controller, Vec::new()).ok()?;
+    let terminal = rustix::fs::open(
+        name.as_c_str(),
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    Some((controller, terminal))
+}
+
+/// Read a terminal's controller end until every writer has gone (EIO).
+fn read_pty(controller: &OwnedFd) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match rustix::io::read(controller.as_fd(), &mut buf) {
+            Ok(0) | Err(rustix::io::Errno::IO) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => panic!("read pty: {e}"),
+        }
+    }
+}
+
+/// Run fnd with its stdout on a terminal; `on_spawn` gets the child first.
+fn on_pty(
+    cmd: &mut Command,
+    on_spawn: impl FnOnce(&std::process::Child),
+) -> Option<(Vec<u8>, std::process::ExitStatus)> {
+    let Some((controller, terminal)) = open_pty() else {
+        eprintln!("skipped: no pseudo-terminal available");
+        return None;
+    };
+    let mut child = cmd
+        .stdout(Stdio::from(terminal))
+        .spawn()
+        .expect("spawn fnd");
+    // The Command still holds the terminal end: drop it so EOF can come.
+    cmd.stdout(Stdio::null());
+    let reader = std::thread::spawn(move || read_pty(&controller));
+    on_spawn(&child);
+    let status = child.wait().unwrap();
+    Some((reader.join().unwrap(), status))
+}
+
+/// Our own colour sequences (SGR) taken out: whatever control character is
+/// left came from a file name.
+fn strip_sgr(out: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        if out[i] == 0x1b && out.get(i + 1) == Some(&b'[') {
+            let mut j = i + 2;
+            while j < out.len() && (out[j].is_ascii_digit() || out[j] == b';') {
+                j += 1;
+            }
+            if out.get(j) == Some(&b'm') {
+                i = j + 1;
+                continue;
+            }
+        }
+        v.push(out[i]);
+        i += 1;
+    }
+    v
+}
+
+fn assert_no_raw_controls(out: &[u8], what: &str) {
+    for (i, w) in out.windows(2).enumerate() {
+        let b = w[0];
+        let bad = (b < 0x20 && !matches!(b, b'\r' | b'\n' | b'\t'))
+            || b == 0x7f
+            || (b == 0xc2 && (0x80..0xa0).contains(&w[1]));
+        assert!(
+            !bad,
+            "{what}: raw control byte {b:#04x} reached the terminal at {i}: {:?}",
+            String::from_utf8_lossy(&out[i.saturating_sub(20)..(i + 20).min(out.len())])
+        );
+    }
+}
+
+#[test]
+fn hostile_names_are_escaped_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    hostile_tree(tmp.path());
+    for colour in ["never", "always"] {
+        let mut cmd = fnd();
+        cmd.args(["-u", "--color", colour, "."]).arg(tmp.path());
+        if colour == "always" {
+            cmd.env_remove("NO_COLOR");
+        }
+        let Some((out, status)) = on_pty(&mut cmd, |_| {}) else {
+            return;
+        };
+        assert!(status.success(), "{status:?}");
+        let text = strip_sgr(&out);
+        assert_no_raw_controls(&text, colour);
+        assert!(
+            contains(&text, b"esc\\x1B[31mred"),
+            "{colour}: the escape sequence is shown escaped"
+        );
+        assert!(
+            contains(&text, b"new\\x0Aline"),
+            "{colour}: a newline in a name is shown escaped"
+        );
+        let lines = text
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        assert_eq!(
+            lines,
+            2 + 3 * hostile_names().len(),
+            "{colour}: one line per entry"
+        );
+    }
+}
+
+/// Expect (depth, is_file) of every chain entry from fnd's `-0` output;
+/// directories end in `/`.
+fn chain_seen(root: &[u8], stdout: &[u8]) -> Vec<(usize, bool)> {
+    let mut seen: Vec<(usize, bool)> = records(stdout)
+        .into_iter()
+        .map(|r| {
+            let r = r.strip_suffix(b"/").unwrap_or(r);
+            let is_file = r.ends_with(b"/f");
+            // A full check of each 22 KB path costs seconds in a debug build;
+            // its length and a few full checks pin it down.
+            let links =
+                (r.len() - root.len() - if is_file { 2 } else { 0 }) / (CHAIN_NAME.len() + 1);
+            let depth = links + usize::from(is_file);
+            assert_eq!(
+                r.len(),
+                root.len() + links * (CHAIN_NAME.len() + 1) + if is_file { 2 } else { 0 }
+            );
+            if depth % 500 == 0 {
+                assert_eq!(chain_entry(root, r), (depth, is_file));
+            }
+            (depth, is_file)
+        })
+        .collect();
+    seen.sort();
+    seen
+}
+
+#[test]
+fn chain_2000_deep_is_listed_whole_even_with_32_descriptors() {
+    const DEPTH: usize = 2000;
+    let tmp = scratch_dir();
+    make_chain(tmp.path(), DEPTH);
+    let root = bytes(tmp.path());
+    let expected = chain_expected(DEPTH);
+    let fnd_path = env!("CARGO_BIN_EXE_fnd");
+    for order in ["dfs", "bfs", "parallel"] {
+        let out = run(fnd()
+            .args(["-u", "-0", "--order", order, "."])
+            .arg(tmp.path()));
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{order}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            chain_seen(&root, &out.stdout) == expected,
+            "{order}: chain not listed whole"
+        );
+        if order == "bfs" {
+            // Breadth-first under the limit opens nearly every directory by
+            // path (quadratic in the depth); the engine's tests cover it.
+            continue;
+        }
+        let limited = run(Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n 32 && exec '{fnd_path}' -u -0 --show-errors --order {order} -j2 . \"$0\""))
+            .arg(tmp.path()));
+        assert!(
+            limited.status.success() && limited.stderr.is_empty(),
+            "{order}, ulimit -n 32: {:?} {}",
+            limited.status,
+            String::from_utf8_lossy(&limited.stderr)
+        );
+        assert!(
+            chain_seen(&root, &limited.stdout) == expected,
+            "{order}, ulimit -n 32: chain not listed whole"
+        );
+    }
+    remove_chain(tmp.path());
+}
+
+/// Spawn, read all of stdout (counting NULs), and return the count with
+/// the child's peak RSS in KiB.
+///
+/// The peak is the kernel's high-water mark (`VmHWM`), sampled at every read
+/// while the child is blocked on the pipe: `getrusage(RUSAGE_CHILDREN)` and
+/// `wait4` report `ru_maxrss` including the memory of the test process the
+/// child was spawned from (the kernel counts the pre-exec image), which is
+/// tens of MiB here.
+fn count_and_peak_rss(cmd: &mut Command) -> (usize, u64, std::process::ExitStatus) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let status_path = format!("/proc/{}/status", child.id());
+    let hwm = || -> Option<u64> {
+        let status = std::fs::read_to_string(&status_path).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut count, mut peak) = (0, 0);
+    loop {
+        peak = peak.max(hwm().unwrap_or(0));
+        let n = stdout.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        count += buf[..n].iter().filter(|&&b| b == 0).count();
+    }
+    let status = child.wait().unwrap();
+    assert!(peak > 0, "could not read the child's VmHWM");
+    (count, peak, status)
+}
+
+/// Names of 100 bytes: holding 200,000 of them would take 20 MB and more,
+/// which the bound below would catch.
+fn big_dir(root: &Path, count: usize) {
+    let dir = open_root(root);
+    for i in 0..count {
+        touch_at(&dir, format!("{i:0>100}").as_bytes());
+    }
+}
+
+#[test]
+fn huge_directory_streams_in_bounded_memory() {
+    let tmp = scratch_dir();
+    // 200,000 where inodes are cheap (tmpfs); a busy disk makes that minutes.
+    let count = if scratch_is_memory(tmp.path()) {
+        200_000
+    } else {
+        20_000
+    };
+    if count < 200_000 {
+        eprintln!("note: no memory file system for scratch trees; using {count} entries");
+    }
+    big_dir(tmp.path(), count);
+    for args in [
+        &["-u", "-0", "."][..],
+        &["-u", "-0", "-j1", "--format", "{size} {}", "."],
+    ] {
+        let (found, rss_kib, status) = count_and_peak_rss(fnd().args(args).arg(tmp.path()));
+        assert!(status.success(), "{args:?}: {status:?}");
+        assert_eq!(found, count, "{args:?}");
+        // A debug fnd listing a small tree peaks near 10 MiB; holding the
+        // listing would add at least 20 MiB.
+        assert!(
+            rss_kib < 24 * 1024,
+            "{args:?}: peak RSS {rss_kib} KiB for {count} entries: the directory is not streamed"
+        );
+    }
+}
+
+#[test]
+#[ignore = "heavy: builds 1,000,000 entries; run with `cargo test -p fnd --test hostile -- --ignored million`"]
+fn million_entry_directory_streams_in_bounded_memory() {
+    let tmp = scratch_dir();
+    big_dir(tmp.path(), 1_000_000);
+    let (found, rss_kib, status) =
+        count_and_peak_rss(fnd().args(["-u", "-0", "."]).arg(tmp.path()));
+    assert!(status.success());
+    assert_eq!(found, 1_000_000);
+    eprintln!("peak RSS for 1,000,000 entries: {rss_kib} KiB");
+    assert!(rss_kib < 24 * 1024);
+}
+
+#[test]
+fn symlink_loops_end_with_follow_and_dangling_links_are_listed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    std::fs::create_dir_all(r.join("a/b")).unwrap();
+    for (link, target) in [
+        ("self", "."),
+        ("selfname", "selfname"),
+        ("dangling", "nowhere"),
+        ("a/b/up", "../.."),
+        ("a/b/abs", r.to_str().unwrap()),
+    ] {
+        std::os::unix::fs::symlink(target, r.join(link)).unwrap();
+    }
+    for order in ["dfs", "bfs", "parallel"] {
+        let out = run(fnd()
+            .args(["-u", "-L", "-0", "--show-errors", "--order", order, "."])
+            .arg(r));
+        let found: Vec<&[u8]> = records(&out.stdout);
+        let set: HashSet<&[u8]> = found.iter().copied().collect();
+        assert_eq!(set.len(), found.len(), "{order}: a path printed twice");
+        let p = |s: &str| cat(&[&bytes(r), b"/", s.as_bytes()]);
+        for listed in ["selfname", "dangling", "a/", "a/b/"] {
+            assert!(set.contains(&p(listed)[..]), "{order}: {listed} not listed");
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        for looped in ["self", "a/b/up", "a/b/abs"] {
+            let path = format!("{}/{looped}", r.display());
+            let reports = stderr
+                .lines()
+                .filter(|l| l.contains(&path) && l.to_lowercase().contains("loop"))
+                .count();
+            assert_eq!(
+                reports, 1,
+                "{order}: loop at {looped} reported once:\n{stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn racing_swaps_never_lead_fnd_out_of_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = make_outside(tmp.path(), &["b"]);
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
+    std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (stop, tree) = (stop.clone(), tree.clone());
+        std::thread::spawn(move || {
+            let dir = open_root(&tree);
+            while !stop.load(Ordering::Relaxed) {
+                exchange(&dir, "a", "link").unwrap();
+            }
+        })
+    };
+    for i in 0..60 {
+        let order = ["dfs", "bfs", "parallel"][i % 3];
+        let out = run(fnd()
+            .args(["-u", "-0", "--show-errors", "--order", order, "."])
+            .arg(&tree));
+        assert!(
+            !contains(&out.stdout, MARKER.as_bytes()),
+            "followed a swapped link out of the tree"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    racer.join().unwrap();
+}
+
+#[test]
+fn tree_mutated_during_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in 0..10 {
+        std::fs::create_dir_all(tmp.path().join(format!("stable/d{d}"))).unwrap();
+    }
+    let churn = tmp.path().join("churn");
+    std::fs::create_dir(&churn).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mutator = {
+        let (stop, churn) = (stop.clone(), churn.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let d = churn.join(format!("n{n}"));
+                let _ = std::fs::create_dir_all(d.join("x"));
+                let _ = std::fs::rename(&d, churn.join(format!("m{n}")));
+                if n > 2 {
+                    let _ = std::fs::remove_dir_all(churn.join(format!("m{}", n - 2)));
+                }
+                n += 1;
+            }
+        })
+    };
+    for order in ["dfs", "bfs", "parallel", "dfs", "bfs", "parallel"] {
+        let out = run(fnd()
+            .args(["-u", "-0", "--order", order, "."])
+            .arg(tmp.path()));
+        assert!(
+            out.status.success() && out.stderr.is_empty(),
+            "{order}: {out:?}"
+        );
+        let found: Vec<&[u8]> = records(&out.stdout);
+        let set: HashSet<&[u8]> = found.iter().copied().collect();
+        assert_eq!(set.len(), found.len(), "{order}: a path printed twice");
+        assert_eq!(
+            found.iter().filter(|r| contains(r, b"/stable/d")).count(),
+            10,
+            "{order}: untouched entries lost"
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    mutator.join().unwrap();
+}
