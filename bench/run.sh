@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Hot-cache listing benchmark: fnd against the serial floor, bfs, fd and find.
+#
+# Usage: bench/run.sh [--quick] [--runs N] [--dir DIR] [TREE...]
+#   TREE      presets of bench/mktree.py: src fanout5 million bigdir (default: all four)
+#   --quick   src only, fewer runs: under a minute once the tree exists
+#   --runs N  timed runs per command (default: hyperfine's choice, at least 10)
+#   --dir DIR where trees are made and reused (default $FND_BENCH_DIR, else
+#             /tmp/fnd-bench); an existing DIR/TREE is used as it is, so a
+#             directory of ready-made trees (e.g. /data/trees) works too
+# Environment: FND (the fnd binary; default: built here with cargo --release).
+#
+# Each tree gets ONE hyperfine run over all commands (hot cache: warm-up runs
+# first), with every command's output going to a pipe that bench/topipe
+# drains, so each tool pays for writing its listing the way it would into
+# `| grep`. The table shows each median as a ratio to the floor (bench/floor.c:
+# openat + getdents64 per directory, serial, no output) and each command's
+# peak RSS from one more run. Making the big trees takes minutes (million,
+# bigdir: ~1M inodes each) and ~5 GB of disk; they are made once.
+#
+# Not run by CI: timings need a quiet machine and the trees are large.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+trees=()
+runs=()
+warmup=3
+quick=false
+dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
+while [ $# -gt 0 ]; do
+    case $1 in
+        --quick) quick=true; shift ;;
+        --runs) runs=(--runs "$2"); shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        src|fanout5|million|bigdir) trees+=("$1"); shift ;;
+        *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+if $quick; then
+    [ ${#trees[@]} -gt 0 ] || trees=(src)
+    [ ${#runs[@]} -gt 0 ] || runs=(--runs 5)
+    warmup=2
+fi
+[ ${#trees[@]} -gt 0 ] || trees=(src fanout5 million bigdir)
+
+missing=()
+for tool in hyperfine python3 cc cargo; do
+    command -v "$tool" >/dev/null || missing+=("$tool")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "run.sh: missing ${missing[*]} (Debian: apt-get install hyperfine python3 gcc; Rust: rustup)" >&2
+    exit 1
+fi
+
+bin=$repo/target/bench
+mkdir -p "$bin" "$dir"
+cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
+cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
+if [ -z "${FND:-}" ]; then
+    (cd "$repo" && cargo build --release --quiet -p fnd)
+    FND=${CARGO_TARGET_DIR:-$repo/target}/release/fnd
+fi
+# The commands run inside each tree.
+case $FND in */*) FND=$(realpath "$FND") ;; esac
+
+# The others are optional: a missing one is left out of the table, saying so.
+others=()
+if command -v bfs >/dev/null; then
+    others+=(-n bfs "bfs .")
+    # bfs has threads (-j) from 3.0 on; Debian's 2.6 has not.
+    if bfs -j1 /dev/null >/dev/null 2>&1; then others+=(-n "bfs -j1" "bfs -j1 ."); else echo "note: this bfs has no -j; 'bfs -j1' left out" >&2; fi
+else
+    echo "note: bfs not found (apt-get install bfs); left out" >&2
+fi
+if command -v fd >/dev/null; then
+    others+=(-n "fd -u ." "fd -u ." -n "fd -j1 -u ." "fd -j1 -u .")
+else
+    echo "note: fd not found (cargo install fd-find); left out" >&2
+fi
+command -v find >/dev/null && others+=(-n find "find .")
+
+make_tree() { # name -> path of a ready tree
+    local tree=$dir/$1
+    if [ ! -e "$tree" ]; then
+        echo "making $1 in $tree (once; big trees take minutes)" >&2
+        rm -rf "$tree.partial"
+        python3 "$repo/bench/mktree.py" "$1" "$tree.partial"
+        mv "$tree.partial" "$tree"
+    fi
+    echo "$tree"
+}
+
+echo "fnd: $("$FND" --version 2>/dev/null || echo "$FND")"
+echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, kernel $(uname -r), trees on $(df -T "$dir" | awk 'NR==2 {print $2}')"
+for name in "${trees[@]}"; do
+    tree=$(make_tree "$name")
+    cmds=(-n floor "$bin/floor ." -n "fnd -u ." "$FND -u ." -n "fnd -j1 -u ." "$FND -j1 -u ." "${others[@]}")
+    # Every command runs as `topipe CMD`: the same pipe for all of them.
+    piped=()
+    for ((i = 0; i < ${#cmds[@]}; i += 3)); do
+        piped+=(-n "${cmds[i + 1]}" "$bin/topipe ${cmds[i + 2]}")
+    done
+    json=$(mktemp /tmp/fnd-bench-XXXXXX.json)
+    echo
+    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    (cd "$tree" && hyperfine -N --style basic --warmup "$warmup" "${runs[@]}" --export-json "$json" "${piped[@]}" >/dev/null)
+    rss=$(mktemp /tmp/fnd-bench-XXXXXX.rss)
+    for ((i = 0; i < ${#cmds[@]}; i += 3)); do
+        (cd "$tree" && eval "\"$bin/topipe\" -r \"$rss.\$i\" ${cmds[i + 2]}") || true
+    done
+    python3 - "$json" "$rss" <<'PY'
+import json, statistics, sys
+results = json.load(open(sys.argv[1]))["results"]
+floor = statistics.median(results[0]["times"])
+print(f"{'command':<14} {'median ms':>10} {'x floor':>8} {'peak RSS MiB':>13}")
+for i, r in enumerate(results):
+    median = statistics.median(r["times"])
+    try:
+        rss = f"{int(open(f'{sys.argv[2]}.{3 * i}').read()) / 1024:.1f}"
+    except (OSError, ValueError):
+        rss = "-"
+    print(f"{r['command']:<14} {median * 1000:>10.1f} {median / floor:>8.2f} {rss:>13}")
+PY
+    rm -f "$json" "$rss" "$rss".*
+done
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
