@@ -94,6 +94,8 @@ pub(crate) struct Config {
     pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
+    /// Ignore-file rules, built into a filter for the walk's roots when it starts.
+    pub(crate) ignore: Option<crate::ignore::IgnoreBuilder>,
 /// Builds and runs a walk.
 ///
 /// ```
@@ -145,6 +147,7 @@ impl WalkBuilder {
             },
         }
     }
+                ignore: None,
 
     /// Another root, walked after (or, in parallel, alongside) the others.
     pub fn add_root(mut self, root: impl AsRef<Path>) -> Self {
@@ -347,6 +350,59 @@ impl WalkBuilder {
         self.for_each_with(|| (), |_, entry| f(entry));
     }
 
+    /// Skip what `.gitignore` files (inside git repositories),
+    /// `.git/info/exclude`, git's global excludes file and `.ignore` files
+    /// exclude, with the precedence of the `ignore` crate, reading the ignore
+    /// files of the directories above each root too. Hidden entries are
+    /// governed by [`skip_hidden`](Self::skip_hidden) alone. For finer
+    /// control, see [`ignore_rules`](Self::ignore_rules).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join(".ignore"), "*.log\n").unwrap();
+    /// std::fs::write(dir.path().join("build.log"), "").unwrap();
+    /// std::fs::write(dir.path().join("main.rs"), "").unwrap();
+    /// let names: Vec<_> = WalkBuilder::new(dir.path())
+    ///     .min_depth(1)
+    ///     .skip_hidden(true)
+    ///     .git_ignore(true)
+    ///     .iter()
+    ///     .map(|e| e.unwrap().file_name().to_owned())
+    ///     .collect();
+    /// assert_eq!(names, ["main.rs"]);
+    /// ```
+    pub fn git_ignore(self, yes: bool) -> Self {
+        self.ignore_rules(yes.then(|| crate::ignore::IgnoreBuilder::new().hidden(false)))
+    }
+
+    /// Apply these ignore-file rules (which files, custom names, overrides,
+    /// hidden entries; see [`IgnoreBuilder`](crate::ignore::IgnoreBuilder)),
+    /// or none. Rules are read relative to each directory's open descriptor
+    /// as the walk enters it.
+    ///
+    /// ```
+    /// use fnd_walk::{ignore::IgnoreBuilder, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join(".fdignore"), "secret\n").unwrap();
+    /// std::fs::write(dir.path().join("secret"), "").unwrap();
+    /// std::fs::write(dir.path().join("public"), "").unwrap();
+    /// let rules = IgnoreBuilder::new().parents(false).add_custom_name(".fdignore");
+    /// let names: Vec<_> = WalkBuilder::new(dir.path())
+    ///     .min_depth(1)
+    ///     .ignore_rules(Some(rules))
+    ///     .iter()
+    ///     .map(|e| e.unwrap().file_name().to_owned())
+    ///     .collect();
+    /// assert_eq!(names, ["public"]); // .fdignore is hidden: the rules skip hidden entries
+    /// ```
+    pub fn ignore_rules(mut self, rules: Option<crate::ignore::IgnoreBuilder>) -> Self {
+        self.cfg.ignore = rules;
+        self
+    }
+
     /// Like [`for_each`](Self::for_each), with a state per worker thread
     /// made by `init`: no locks or atomics in the hot loop. Returns the
     /// states, one per thread, for the caller to combine.
@@ -470,7 +526,8 @@ impl Shared {
             // open by path; stdio and the caller need a few more.
             limit.saturating_sub(16 + 4 * threads).min(4096)
         });
-        let filters = b.cfg.filter.iter().chain(&b.cfg.hooks).cloned();
+        let ignore = b.cfg.ignore.clone().map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
+        let filters = b.cfg.filter.iter().cloned().chain(ignore).chain(b.cfg.hooks.iter().cloned());
         let filter = crate::hooks::Chain::of(filters);
         Shared {
             cfg: Config { threads, filter, ..b.cfg.clone() },
