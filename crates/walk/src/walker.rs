@@ -92,10 +92,10 @@ pub(crate) struct Config {
     pub(crate) buffer_chunks: Option<usize>,
     /// A stop flag shared with the walk's owner (an iterator sets it when dropped).
     pub(crate) stop: Option<Arc<AtomicBool>>,
-}
-
     /// Ignore-file rules, built into a filter for the walk's roots when it starts.
     pub(crate) ignore: Option<crate::ignore::IgnoreBuilder>,
+}
+
 /// Builds and runs a walk.
 ///
 /// ```
@@ -144,10 +144,10 @@ impl WalkBuilder {
                 lenient: false,
                 buffer_chunks: None,
                 stop: None,
+                ignore: None,
             },
         }
     }
-                ignore: None,
 
     /// Another root, walked after (or, in parallel, alongside) the others.
     pub fn add_root(mut self, root: impl AsRef<Path>) -> Self {
@@ -322,34 +322,6 @@ impl WalkBuilder {
         self
     }
 
-    /// Run the walk, calling `f` for every entry and error on the thread
-    /// that read it (so `f` is shared between threads). Returning
-    /// [`Flow::Stop`] stops every thread at its next chunk.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use fnd_walk::{Flow, WalkBuilder};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// for name in ["a", "b", "c"] {
-    ///     std::fs::write(dir.path().join(name), "").unwrap();
-    /// }
-    /// let files = AtomicUsize::new(0);
-    /// WalkBuilder::new(dir.path()).threads(2).for_each(|entry| {
-    ///     if entry.map_or(false, |e| e.file_type().is_file()) {
-    ///         files.fetch_add(1, Ordering::Relaxed);
-    ///     }
-    ///     Flow::Continue
-    /// });
-    /// assert_eq!(files.into_inner(), 3);
-    /// ```
-    pub fn for_each<F>(&self, f: F)
-    where
-        F: Fn(Result<EntryRef<'_>, Error>) -> Flow + Sync,
-    {
-        self.for_each_with(|| (), |_, entry| f(entry));
-    }
-
     /// Skip what `.gitignore` files (inside git repositories),
     /// `.git/info/exclude`, git's global excludes file and `.ignore` files
     /// exclude, with the precedence of the `ignore` crate, reading the ignore
@@ -401,6 +373,34 @@ impl WalkBuilder {
     pub fn ignore_rules(mut self, rules: Option<crate::ignore::IgnoreBuilder>) -> Self {
         self.cfg.ignore = rules;
         self
+    }
+
+    /// Run the walk, calling `f` for every entry and error on the thread
+    /// that read it (so `f` is shared between threads). Returning
+    /// [`Flow::Stop`] stops every thread at its next chunk.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// for name in ["a", "b", "c"] {
+    ///     std::fs::write(dir.path().join(name), "").unwrap();
+    /// }
+    /// let files = AtomicUsize::new(0);
+    /// WalkBuilder::new(dir.path()).threads(2).for_each(|entry| {
+    ///     if entry.map_or(false, |e| e.file_type().is_file()) {
+    ///         files.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     Flow::Continue
+    /// });
+    /// assert_eq!(files.into_inner(), 3);
+    /// ```
+    pub fn for_each<F>(&self, f: F)
+    where
+        F: Fn(Result<EntryRef<'_>, Error>) -> Flow + Sync,
+    {
+        self.for_each_with(|| (), |_, entry| f(entry));
     }
 
     /// Like [`for_each`](Self::for_each), with a state per worker thread
