@@ -175,16 +175,20 @@ impl Chunk {
 
     /// Move the entries out into a chunk of their own, leaving this one empty
     /// with its buffers' capacity (so a reading thread can hand chunks away
-    /// without reallocating for the next one).
+    /// without reallocating for the next one). The new chunk's buffers are
+    /// exactly as large as its entries: most directories are small, and a
+    /// chunk handed to another thread should not carry the capacity of the
+    /// largest directory read so far.
     pub fn take(&mut self) -> Chunk {
-        let (names_cap, slots_cap) = (self.names.capacity(), self.slots.capacity());
-        Chunk {
+        let taken = Chunk {
             dir: self.dir.clone(),
-            names: std::mem::replace(&mut self.names, Vec::with_capacity(names_cap)),
-            slots: std::mem::replace(&mut self.slots, Vec::with_capacity(slots_cap)),
-            meta: std::mem::take(&mut self.meta),
+            names: self.names.as_slice().to_vec(),
+            slots: self.slots.as_slice().to_vec(),
+            meta: self.meta.as_slice().to_vec(),
             fd: -1,
-        }
+        };
+        self.clear();
+        taken
     }
 }
 

@@ -1,8 +1,9 @@
 //! Iterators over a walk that runs on other threads.
 //!
 //! The walk (serial or parallel) runs on a background thread and its
-//! workers; they send whole chunks through a bounded channel, so the
-//! consumer pays one channel operation per chunk, not per entry, and a slow
+//! workers; they send batches of chunks (at least `chunk_size` entries, so
+//! a tree of small directories does not cost a channel operation and a
+//! thread wake-up per directory) through a bounded channel, and a slow
 //! consumer makes the walkers wait instead of buffering the tree. Dropping
 //! the iterator stops the walk and waits for its threads to end.
 
@@ -17,10 +18,12 @@ use crate::error::Error;
 use crate::walker::{Flow, Order, Visitor, WalkBuilder};
 
 impl WalkBuilder {
-    /// Chunks the iterators' channel holds before the walking threads wait
-    /// for the consumer (default: 4 per walking thread). With at most
-    /// [`chunk_size`](Self::chunk_size) entries per chunk, this bounds what
-    /// an iterator buffers to `buffer_chunks × chunk_size` entries.
+    /// Batches the iterators' channel holds before the walking threads wait
+    /// for the consumer (default: 4 per walking thread). A walking thread
+    /// sends its chunks in batches of at least [`chunk_size`](Self::chunk_size)
+    /// entries and fewer than twice that, so an iterator buffers fewer than
+    /// `(buffer_chunks + threads) × 2 × chunk_size` entries: the channel's,
+    /// and the batch each thread is filling.
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
@@ -99,7 +102,9 @@ impl IntoIterator for &WalkBuilder {
 /// An iterator over the chunks of a walk running on other threads (see
 /// [`WalkBuilder::chunks`]). Dropping it stops the walk.
 pub struct Chunks {
-    receiver: Option<Receiver<Result<Chunk, Error>>>,
+    receiver: Option<Receiver<Batch>>,
+    /// The rest of the batch received last.
+    current: std::vec::IntoIter<Chunk>,
     stop: Arc<AtomicBool>,
     walker: Option<JoinHandle<()>>,
 }
@@ -111,14 +116,16 @@ impl Chunks {
         let (sender, receiver) = crossbeam_channel::bounded(capacity);
         let stop = Arc::new(AtomicBool::new(false));
         builder.cfg.stop = Some(stop.clone());
+        let batch_entries = builder.cfg.chunk_size;
         let walker = std::thread::Builder::new()
             .name("fnd-walk".into())
             .spawn(move || {
                 let sender = &sender;
-                builder.visit(|| ChannelVisitor { sender: sender.clone() }, drop);
+                let visitor = || ChannelVisitor { sender: sender.clone(), batch: Vec::new(), entries: 0, batch_entries };
+                builder.visit(visitor, drop);
             })
             .expect("spawn the walk thread");
-        Chunks { receiver: Some(receiver), stop, walker: Some(walker) }
+        Chunks { receiver: Some(receiver), current: Vec::new().into_iter(), stop, walker: Some(walker) }
     }
 
     /// Wait for the walk's threads; a panic in one of them (in a filter
@@ -138,12 +145,20 @@ impl Iterator for Chunks {
     type Item = Result<Chunk, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.receiver.as_ref()?.recv().ok();
-        if item.is_none() {
-            self.receiver = None;
-            self.join();
+        loop {
+            if let Some(chunk) = self.current.next() {
+                return Some(Ok(chunk));
+            }
+            match self.receiver.as_ref()?.recv() {
+                Ok(Ok(batch)) => self.current = batch.into_iter(),
+                Ok(Err(error)) => return Some(Err(error)),
+                Err(_) => {
+                    self.receiver = None;
+                    self.join();
+                    return None;
+                }
+            }
         }
-        item
     }
 }
 
@@ -157,25 +172,60 @@ impl Drop for Chunks {
     }
 }
 
-/// Sends each chunk (moved out, so the reader keeps its buffers' capacity)
-/// and each error to the iterator.
+/// What crosses the channel: chunks in batches, or an error.
+type Batch = Result<Vec<Chunk>, Error>;
+
+/// Sends each thread's chunks (moved out, so the reader keeps its buffers'
+/// capacity) in batches, and errors in order between them.
 struct ChannelVisitor {
-    sender: Sender<Result<Chunk, Error>>,
+    sender: Sender<Batch>,
+    batch: Vec<Chunk>,
+    /// Entries in `batch`.
+    entries: usize,
+    /// Send once the batch holds this many entries.
+    batch_entries: usize,
 }
 
-impl Visitor for ChannelVisitor {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        match self.sender.send(Ok(chunk.take())) {
+impl ChannelVisitor {
+    fn send(&mut self, item: Batch) -> Flow {
+        match self.sender.send(item) {
             Ok(()) => Flow::Continue,
             Err(_) => Flow::Stop,
         }
     }
 
-    fn error(&mut self, error: Error) -> Flow {
-        match self.sender.send(Err(error)) {
-            Ok(()) => Flow::Continue,
-            Err(_) => Flow::Stop,
+    fn flush(&mut self) -> Flow {
+        if self.batch.is_empty() {
+            return Flow::Continue;
         }
+        self.entries = 0;
+        let batch = std::mem::take(&mut self.batch);
+        self.send(Ok(batch))
+    }
+}
+
+impl Visitor for ChannelVisitor {
+    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        self.entries += chunk.len();
+        self.batch.push(chunk.take());
+        if self.entries >= self.batch_entries {
+            return self.flush();
+        }
+        Flow::Continue
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if self.flush() == Flow::Stop {
+            return Flow::Stop;
+        }
+        self.send(Err(error))
+    }
+}
+
+impl Drop for ChannelVisitor {
+    /// The thread's walk is over: hand over what is left.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
