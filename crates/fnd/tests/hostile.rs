@@ -7,40 +7,18 @@
 #[path = "../../walk/tests/support/mod.rs"]
 mod support;
 
+mod harness;
+
 use std::collections::HashSet;
 use std::io::Read;
-use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use harness::*;
 use support::*;
-
-fn fnd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fnd"));
-    cmd.env_remove("LS_COLORS")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
-    cmd
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().expect("run fnd");
-    assert!(
-        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
-        "fnd panicked: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-fn records(stdout: &[u8]) -> Vec<&[u8]> {
-    let mut v: Vec<&[u8]> = stdout.split(|&b| b == 0).collect();
-    assert_eq!(v.pop(), Some(&b""[..]), "output ends with a NUL");
-    v
-}
 
 fn bytes(p: &Path) -> Vec<u8> {
     p.as_os_str().as_bytes().to_vec()
@@ -181,79 +159,6 @@ fn print0_output_is_safe_for_xargs() {
     );
 }
 
-/// A pseudo-terminal: the controller's end and the path of the terminal end.
-fn open_pty() -> Option<(OwnedFd, OwnedFd)> {
-    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).ok()?;
-    grantpt(&controller).ok()?;
-    unlockpt(&controller).ok()?;
-    let name = ptsname(&controller, Vec::new()).ok()?;
-    let terminal = rustix::fs::open(
-        name.as_c_str(),
-        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .ok()?;
-    Some((controller, terminal))
-}
-
-/// Read a terminal's controller end until every writer has gone (EIO).
-fn read_pty(controller: &OwnedFd) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut buf = vec![0u8; 65536];
-    loop {
-        match rustix::io::read(controller.as_fd(), &mut buf) {
-            Ok(0) | Err(rustix::io::Errno::IO) => return out,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => panic!("read pty: {e}"),
-        }
-    }
-}
-
-/// Run fnd with its stdout on a terminal; `on_spawn` gets the child first.
-fn on_pty(
-    cmd: &mut Command,
-    on_spawn: impl FnOnce(&std::process::Child),
-) -> Option<(Vec<u8>, std::process::ExitStatus)> {
-    let Some((controller, terminal)) = open_pty() else {
-        eprintln!("skipped: no pseudo-terminal available");
-        return None;
-    };
-    let mut child = cmd
-        .stdout(Stdio::from(terminal))
-        .spawn()
-        .expect("spawn fnd");
-    // The Command still holds the terminal end: drop it so EOF can come.
-    cmd.stdout(Stdio::null());
-    let reader = std::thread::spawn(move || read_pty(&controller));
-    on_spawn(&child);
-    let status = child.wait().unwrap();
-    Some((reader.join().unwrap(), status))
-}
-
-/// Our own colour sequences (SGR) taken out: whatever control character is
-/// left came from a file name.
-fn strip_sgr(out: &[u8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(out.len());
-    let mut i = 0;
-    while i < out.len() {
-        if out[i] == 0x1b && out.get(i + 1) == Some(&b'[') {
-            let mut j = i + 2;
-            while j < out.len() && (out[j].is_ascii_digit() || out[j] == b';') {
-                j += 1;
-            }
-            if out.get(j) == Some(&b'm') {
-                i = j + 1;
-                continue;
-            }
-        }
-        v.push(out[i]);
-        i += 1;
-    }
-    v
-}
-
 fn assert_no_raw_controls(out: &[u8], what: &str) {
     for (i, w) in out.windows(2).enumerate() {
         let b = w[0];
@@ -278,7 +183,7 @@ fn hostile_names_are_escaped_on_a_terminal() {
         if colour == "always" {
             cmd.env_remove("NO_COLOR");
         }
-        let Some((out, status)) = on_pty(&mut cmd, |_| {}) else {
+        let Some((out, status)) = on_pty(&mut cmd, None) else {
             return;
         };
         assert!(status.success(), "{status:?}");

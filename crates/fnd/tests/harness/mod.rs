@@ -1,0 +1,118 @@
+//! Running fnd from the hostile and fault tests: its output as NUL-separated
+//! records, and a pseudo-terminal for what it does on a terminal.
+#![allow(dead_code)]
+
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+
+pub fn fnd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fnd"));
+    cmd.env_remove("LS_COLORS")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    cmd
+}
+
+pub fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run fnd");
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "fnd panicked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+pub fn records(stdout: &[u8]) -> Vec<&[u8]> {
+    let mut v: Vec<&[u8]> = stdout.split(|&b| b == 0).collect();
+    assert_eq!(v.pop(), Some(&b""[..]), "output ends with a NUL");
+    v
+}
+
+/// A pseudo-terminal: the controller's end and the path of the terminal end.
+pub fn open_pty() -> Option<(OwnedFd, OwnedFd)> {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let controller = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC).ok()?;
+    grantpt(&controller).ok()?;
+    unlockpt(&controller).ok()?;
+    let name = ptsname(&controller, Vec::new()).ok()?;
+    let terminal = rustix::fs::open(
+        name.as_c_str(),
+        rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()?;
+    Some((controller, terminal))
+}
+
+/// Read a terminal's controller end until every writer has gone (EIO);
+/// `after_first` runs once, as soon as `first` bytes have come.
+fn read_pty(
+    controller: &OwnedFd,
+    first: usize,
+    mut after_first: Option<Box<dyn FnMut() + Send>>,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        match rustix::io::read(controller.as_fd(), &mut buf) {
+            Ok(0) | Err(rustix::io::Errno::IO) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => panic!("read pty: {e}"),
+        }
+        if out.len() >= first {
+            if let Some(mut f) = after_first.take() {
+                f();
+            }
+        }
+    }
+}
+
+/// Run fnd with its stdout on a terminal and return what the terminal got.
+/// With `interrupt_after`, the child gets SIGINT once that many bytes have
+/// come (so it is interrupted in the middle of its output).
+pub fn on_pty(cmd: &mut Command, interrupt_after: Option<usize>) -> Option<(Vec<u8>, ExitStatus)> {
+    let Some((controller, terminal)) = open_pty() else {
+        eprintln!("skipped: no pseudo-terminal available");
+        return None;
+    };
+    let mut child: Child = cmd
+        .stdout(Stdio::from(terminal))
+        .spawn()
+        .expect("spawn fnd");
+    // The Command still holds the terminal end: drop it so EOF can come.
+    cmd.stdout(Stdio::null());
+    let pid = rustix::process::Pid::from_child(&child);
+    let interrupt: Option<Box<dyn FnMut() + Send>> = interrupt_after.map(|_| {
+        Box::new(move || {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }) as Box<dyn FnMut() + Send>
+    });
+    let first = interrupt_after.unwrap_or(usize::MAX);
+    let reader = std::thread::spawn(move || read_pty(&controller, first, interrupt));
+    let status = child.wait().unwrap();
+    Some((reader.join().unwrap(), status))
+}
+
+/// Our own colour sequences (SGR) taken out: whatever control character is
+/// left came from a file name.
+pub fn strip_sgr(out: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(out.len());
+    let mut i = 0;
+    while i < out.len() {
+        if out[i] == 0x1b && out.get(i + 1) == Some(&b'[') {
+            let mut j = i + 2;
+            while j < out.len() && (out[j].is_ascii_digit() || out[j] == b';') {
+                j += 1;
+            }
+            if out.get(j) == Some(&b'm') {
+                i = j + 1;
+                continue;
+            }
+        }
+        v.push(out[i]);
+        i += 1;
+    }
+    v
+}
