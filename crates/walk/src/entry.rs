@@ -11,6 +11,17 @@ use crate::meta::Metadata;
 
 /// The type of an entry, as `getdents64` reported it in `d_type` (or as a
 /// stat found it, for file systems that answer `DT_UNKNOWN`).
+///
+/// ```
+/// use fnd_walk::{FileType, WalkBuilder};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::os::unix::fs::symlink("nowhere", dir.path().join("link")).unwrap();
+/// let entry = WalkBuilder::new(dir.path()).min_depth(1).iter().next().unwrap().unwrap();
+/// assert!(entry.file_type().is_symlink());
+/// assert!(!entry.file_type().is_dir() && !entry.file_type().is_file());
+/// assert_eq!(FileType::from_mode(0o040755), FileType::Dir);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileType {
     File,
@@ -45,12 +56,17 @@ impl FileType {
         Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))
     }
 
+    /// A directory (a symlink to one is [`Symlink`](Self::Symlink)).
     pub fn is_dir(self) -> bool {
         self == FileType::Dir
     }
+
+    /// A regular file.
     pub fn is_file(self) -> bool {
         self == FileType::File
     }
+
+    /// A symbolic link.
     pub fn is_symlink(self) -> bool {
         self == FileType::Symlink
     }
@@ -73,6 +89,31 @@ pub(crate) struct Slot {
 /// holds the names of up to `chunk_size` entries in one buffer, the
 /// directory they came from, and (when the walk asked for it) their metadata.
 /// Every entry of a chunk has the same depth and the same parent.
+///
+/// ```
+/// use fnd_walk::WalkBuilder;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("sub")).unwrap();
+/// for name in ["x", "y", "z"] {
+///     std::fs::write(dir.path().join("sub").join(name), "").unwrap();
+/// }
+/// for chunk in WalkBuilder::new(dir.path().join("sub")).min_depth(1).chunks() {
+///     let mut chunk = chunk.unwrap();
+///     assert_eq!((chunk.len(), chunk.depth()), (3, 1));
+///     assert_eq!(chunk.parent_path(), dir.path().join("sub"));
+///     assert!(chunk.prefix().ends_with(b"sub/"));
+///     assert!(chunk.parent_fd().is_none()); // it has left the reading thread
+///     chunk.retain(|e| e.name_bytes() != b"y");
+///     let mut names: Vec<_> = chunk.iter().map(|e| e.file_name().to_owned()).collect();
+///     names.sort();
+///     assert_eq!(names, ["x", "z"]);
+///     let first = chunk.get(0);
+///     assert_eq!(first.path().parent().unwrap(), dir.path().join("sub"));
+///     let moved = chunk.take();
+///     assert!(chunk.is_empty() && moved.len() == 2);
+/// }
+/// ```
 #[derive(Debug)]
 pub struct Chunk {
     pub(crate) dir: Arc<Dir>,
@@ -100,6 +141,7 @@ impl Chunk {
         self.slots.len()
     }
 
+    /// True when the chunk holds no entries.
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -193,6 +235,31 @@ impl Chunk {
 }
 
 /// A borrowed view of one entry of a [`Chunk`].
+///
+/// ```
+/// use fnd_walk::{FileType, Flow, WalkBuilder};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("file"), "abc").unwrap();
+/// std::os::unix::fs::symlink("file", dir.path().join("link")).unwrap();
+/// WalkBuilder::new(dir.path()).min_depth(1).follow_links(true).for_each(|entry| {
+///     let entry = entry.unwrap();
+///     assert_eq!(entry.depth(), 1);
+///     assert!(!entry.is_root());
+///     let mut path = Vec::new();
+///     entry.write_path(&mut path);
+///     assert_eq!(path, entry.path().into_os_string().into_encoded_bytes());
+///     assert_eq!(entry.metadata_follow().unwrap().size, 3);
+///     assert!(entry.cached_metadata().is_none()); // the walk was not asked for metadata
+///     if entry.name_bytes() == b"link" {
+///         assert_eq!((entry.file_type(), entry.target_type()), (FileType::Symlink, FileType::File));
+///         assert_ne!(entry.metadata().unwrap().ino, entry.metadata_follow().unwrap().ino);
+///     } else {
+///         assert_eq!(entry.ino(), entry.metadata().unwrap().ino);
+///     }
+///     Flow::Continue
+/// });
+/// ```
 #[derive(Clone, Copy)]
 pub struct EntryRef<'a> {
     chunk: &'a Chunk,
@@ -210,6 +277,7 @@ impl<'a> EntryRef<'a> {
         &self.chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize]
     }
 
+    /// The name as an `OsStr`.
     pub fn file_name(&self) -> &'a OsStr {
         OsStr::from_bytes(self.name_bytes())
     }
@@ -227,6 +295,7 @@ impl<'a> EntryRef<'a> {
         PathBuf::from(std::ffi::OsString::from_vec(v))
     }
 
+    /// Depth below its root (a root is 0).
     pub fn depth(&self) -> usize {
         self.chunk.dir.child_depth
     }
@@ -242,6 +311,7 @@ impl<'a> EntryRef<'a> {
         self.slot().target_type
     }
 
+    /// Inode number from the directory listing.
     pub fn ino(&self) -> u64 {
         self.slot().ino
     }
