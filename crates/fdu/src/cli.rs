@@ -96,11 +96,17 @@ pub struct UsageError {
 }
 
 fn usage(message: impl Into<String>) -> UsageError {
-    UsageError { message: message.into(), hint: true }
+    UsageError {
+        message: message.into(),
+        hint: true,
+    }
 }
 
 fn invalid(message: impl Into<String>) -> UsageError {
-    UsageError { message: message.into(), hint: false }
+    UsageError {
+        message: message.into(),
+        hint: false,
+    }
 }
 
 pub fn command() -> Command {
@@ -180,13 +186,23 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
         size = match id {
             "block-size" => {
                 let spec = last(m, "block-size").map(String::as_str).unwrap_or("");
-                SizeFormat::parse(spec).map_err(|_| invalid(format!("invalid --block-size argument {}", crate::format::quote(spec.as_bytes()))))?
+                SizeFormat::parse(spec)
+                    .map_err(|_| invalid(format!("invalid --block-size argument {}", crate::format::quote(spec.as_bytes()))))?
             }
-            "bytes" => SizeFormat::Blocks { block: 1, suffix: String::new() },
+            "bytes" => SizeFormat::Blocks {
+                block: 1,
+                suffix: String::new(),
+            },
             "human-readable" => SizeFormat::Human { base: 1024 },
             "si" => SizeFormat::Human { base: 1000 },
-            "k" => SizeFormat::Blocks { block: 1024, suffix: String::new() },
-            _ => SizeFormat::Blocks { block: 1 << 20, suffix: String::new() },
+            "k" => SizeFormat::Blocks {
+                block: 1024,
+                suffix: String::new(),
+            },
+            _ => SizeFormat::Blocks {
+                block: 1 << 20,
+                suffix: String::new(),
+            },
         };
     }
     if flag("bytes") {
@@ -195,13 +211,18 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     if flag("inodes") {
         measure = Measure::Inodes;
         if !matches!(size, SizeFormat::Human { .. }) {
-            size = SizeFormat::Blocks { block: 1, suffix: String::new() };
+            size = SizeFormat::Blocks {
+                block: 1,
+                suffix: String::new(),
+            };
         }
     }
     let summarize = flag("summarize");
     let mut max_depth = usize::MAX;
     if let Some(d) = last(m, "max-depth") {
-        max_depth = d.parse().map_err(|_| usage(format!("invalid maximum depth {}", crate::format::quote(d.as_bytes()))))?;
+        max_depth = d
+            .parse()
+            .map_err(|_| usage(format!("invalid maximum depth {}", crate::format::quote(d.as_bytes()))))?;
     }
     if summarize {
         if max_depth != usize::MAX && max_depth != 0 {
@@ -214,7 +235,9 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     }
     let threshold = match last(m, "threshold") {
         None => Threshold::AtLeast(0),
-        Some(t) => parse_threshold(t).ok_or_else(|| invalid(format!("invalid --threshold argument {}", crate::format::quote(t.as_bytes()))))?,
+        Some(t) => {
+            parse_threshold(t).ok_or_else(|| invalid(format!("invalid --threshold argument {}", crate::format::quote(t.as_bytes()))))?
+        }
     };
     let time = match m.get_many::<String>("time").and_then(|v| v.last()) {
         None => None,
@@ -223,17 +246,35 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
                 "mtime" | "modification" => TimeKind::Modified,
                 "atime" | "access" | "use" => TimeKind::Accessed,
                 "ctime" | "status" => TimeKind::Changed,
-                w => return Err(usage(format!("invalid argument {} for '--time'", crate::format::quote(w.as_bytes())))),
+                w => {
+                    return Err(usage(format!(
+                        "invalid argument {} for '--time'",
+                        crate::format::quote(w.as_bytes())
+                    )))
+                }
             };
-            let style = last(m, "time-style").cloned().or_else(|| std::env::var("TIME_STYLE").ok()).unwrap_or_else(|| "long-iso".into());
-            let format = TimeFormat::parse(&style).map_err(|_| usage(format!("invalid argument {} for 'time style'", crate::format::quote(style.as_bytes()))))?;
+            let style = last(m, "time-style")
+                .cloned()
+                .or_else(|| std::env::var("TIME_STYLE").ok())
+                .unwrap_or_else(|| "long-iso".into());
+            let format = TimeFormat::parse(&style).map_err(|_| {
+                usage(format!(
+                    "invalid argument {} for 'time style'",
+                    crate::format::quote(style.as_bytes())
+                ))
+            })?;
             Some((kind, format))
         }
     };
     let mut excludes: Vec<String> = m.get_many::<String>("exclude").map(|v| v.cloned().collect()).unwrap_or_default();
     for file in m.get_many::<String>("exclude-from").into_iter().flatten() {
-        let text = std::fs::read(file).map_err(|e| invalid(format!("{}: {}", crate::format::quote(file.as_bytes()), crate::error_text(&e))))?;
-        excludes.extend(text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(|l| String::from_utf8_lossy(l).into_owned()));
+        let text =
+            std::fs::read(file).map_err(|e| invalid(format!("{}: {}", crate::format::quote(file.as_bytes()), crate::error_text(&e))))?;
+        excludes.extend(
+            text.split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(|l| String::from_utf8_lossy(l).into_owned()),
+        );
     }
     let follow = if flag("dereference") && position(m, "dereference") > position(m, "no-dereference") {
         Follow::All
@@ -242,7 +283,10 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     } else {
         Follow::Never
     };
-    let operands: Vec<Vec<u8>> = m.get_many::<OsString>("files").map(|v| v.map(|s| s.as_bytes().to_vec()).collect()).unwrap_or_default();
+    let operands: Vec<Vec<u8>> = m
+        .get_many::<OsString>("files")
+        .map(|v| v.map(|s| s.as_bytes().to_vec()).collect())
+        .unwrap_or_default();
     let files0_from = m.get_one::<OsString>("files0-from").map(|s| s.as_bytes().to_vec());
     if files0_from.is_some() && !operands.is_empty() {
         return Err(usage(format!(
@@ -253,12 +297,18 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     let number = |id: &str, default: usize| -> Result<usize, UsageError> {
         match last(m, id) {
             None => Ok(default),
-            Some(v) => v.parse().map_err(|_| usage(format!("invalid --{id} argument {}", crate::format::quote(v.as_bytes())))),
+            Some(v) => v
+                .parse()
+                .map_err(|_| usage(format!("invalid --{id} argument {}", crate::format::quote(v.as_bytes())))),
         }
     };
     let tree = flag("tree").then(|| -> Result<TreeOptions, UsageError> {
         let (cols, rows) = crate::tree::terminal_size();
-        Ok(TreeOptions { depth: number("tree-depth", 4)?, lines: number("tree-lines", rows.saturating_sub(4).max(10))?, bar_width: (cols / 4).clamp(10, 40) })
+        Ok(TreeOptions {
+            depth: number("tree-depth", 4)?,
+            lines: number("tree-lines", rows.saturating_sub(4).max(10))?,
+            bar_width: (cols / 4).clamp(10, 40),
+        })
     });
     let tree = tree.transpose()?;
     Ok(Options {
@@ -299,5 +349,9 @@ fn parse_threshold(t: &str) -> Option<Threshold> {
         SizeFormat::Blocks { block, .. } => block,
         SizeFormat::Human { .. } => return None,
     };
-    Some(if negative { Threshold::AtMost(bytes) } else { Threshold::AtLeast(bytes) })
+    Some(if negative {
+        Threshold::AtMost(bytes)
+    } else {
+        Threshold::AtLeast(bytes)
+    })
 }

@@ -23,7 +23,10 @@ impl SizeFormat {
             }
         }
         let block = if std::env::var_os("POSIXLY_CORRECT").is_some() { 512 } else { 1024 };
-        SizeFormat::Blocks { block, suffix: String::new() }
+        SizeFormat::Blocks {
+            block,
+            suffix: String::new(),
+        }
     }
 
     /// Parse a `--block-size` value the way coreutils does: an optional
@@ -97,7 +100,11 @@ fn parse_unit(unit: &str) -> Result<(u64, String), ()> {
         _ => return Err(()),
     };
     let scale = (0..power).try_fold(1u64, |acc, _| acc.checked_mul(base)).ok_or(())?;
-    let shown = if base == 1000 && letter.eq_ignore_ascii_case(&'k') { 'k' } else { letter.to_ascii_uppercase() };
+    let shown = if base == 1000 && letter.eq_ignore_ascii_case(&'k') {
+        'k'
+    } else {
+        letter.to_ascii_uppercase()
+    };
     Ok((scale, format!("{shown}{tail}")))
 }
 
@@ -131,7 +138,11 @@ fn write_human(n: u64, base: u64, out: &mut Vec<u8>) {
             let r2 = (r10 % base) * 2 + (rounding >> 1);
             amt /= base;
             tenths = r10 / base;
-            rounding = if r2 < base { u64::from(r2 != 0) + u64::from(rounding != 0) } else { 2 + u64::from(base < r2 + rounding) };
+            rounding = if r2 < base {
+                u64::from(r2 != 0) + u64::from(rounding != 0)
+            } else {
+                2 + u64::from(base < r2 + rounding)
+            };
             exponent += 1;
             if !(base <= amt && exponent < SUFFIXES.len()) {
                 break;
@@ -259,10 +270,34 @@ mod tests {
 
     #[test]
     fn block_sizes_parse_like_coreutils() {
-        assert_eq!(SizeFormat::parse("M"), Ok(SizeFormat::Blocks { block: 1 << 20, suffix: "M".into() }));
-        assert_eq!(SizeFormat::parse("1M"), Ok(SizeFormat::Blocks { block: 1 << 20, suffix: "".into() }));
-        assert_eq!(SizeFormat::parse("KB"), Ok(SizeFormat::Blocks { block: 1000, suffix: "kB".into() }));
-        assert_eq!(SizeFormat::parse("KiB"), Ok(SizeFormat::Blocks { block: 1024, suffix: "KiB".into() }));
+        assert_eq!(
+            SizeFormat::parse("M"),
+            Ok(SizeFormat::Blocks {
+                block: 1 << 20,
+                suffix: "M".into()
+            })
+        );
+        assert_eq!(
+            SizeFormat::parse("1M"),
+            Ok(SizeFormat::Blocks {
+                block: 1 << 20,
+                suffix: "".into()
+            })
+        );
+        assert_eq!(
+            SizeFormat::parse("KB"),
+            Ok(SizeFormat::Blocks {
+                block: 1000,
+                suffix: "kB".into()
+            })
+        );
+        assert_eq!(
+            SizeFormat::parse("KiB"),
+            Ok(SizeFormat::Blocks {
+                block: 1024,
+                suffix: "KiB".into()
+            })
+        );
         assert!(SizeFormat::parse("0").is_err());
         assert!(SizeFormat::parse("foo").is_err());
     }

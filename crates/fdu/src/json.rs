@@ -75,7 +75,10 @@ pub fn read(text: &[u8]) -> Result<Vec<TreeNode>, String> {
 fn node(v: &Value) -> Result<TreeNode, String> {
     let name: Box<[u8]> = match (v.get("name").and_then(Value::as_str), v.get("name_bytes").and_then(Value::as_array)) {
         (Some(s), _) => s.as_bytes().into(),
-        (None, Some(bytes)) => bytes.iter().map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or("bad name_bytes")).collect::<Result<_, _>>()?,
+        (None, Some(bytes)) => bytes
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or("bad name_bytes"))
+            .collect::<Result<_, _>>()?,
         _ => return Err("an entry has no name".into()),
     };
     let amount = v.get("size").and_then(Value::as_u64).ok_or("an entry has no size")?;
@@ -92,7 +95,14 @@ mod tests {
 
     #[test]
     fn round_trips_including_non_utf8_names() {
-        let tree = TreeNode::dir("d".into(), 12, vec![TreeNode::leaf(b"\xffbad", 4), TreeNode::dir("e".into(), 8, vec![TreeNode::leaf(b"f", 8)])]);
+        let tree = TreeNode::dir(
+            b"d"[..].into(),
+            12,
+            vec![
+                TreeNode::leaf(b"\xffbad", 4),
+                TreeNode::dir(b"e"[..].into(), 8, vec![TreeNode::leaf(b"f", 8)]),
+            ],
+        );
         let mut out = Vec::new();
         write(std::slice::from_ref(&tree), "disk", &mut out);
         assert_eq!(read(&out).unwrap(), vec![tree]);

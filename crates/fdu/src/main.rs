@@ -53,7 +53,10 @@ fn main() -> ExitCode {
             }
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
-            usage_exit(UsageError { message: first, hint: true });
+            usage_exit(UsageError {
+                message: first,
+                hint: true,
+            });
         }
     };
     if let Some(file) = &opts.from_json {
@@ -65,7 +68,13 @@ fn main() -> ExitCode {
         .iter()
         .map(|op| {
             let path = Path::new(OsStr::from_bytes(op));
-            fnd_walk::meta::stat_path(path, follow_operands).or_else(|e| if follow_operands { fnd_walk::meta::stat_path(path, false) } else { Err(e) })
+            fnd_walk::meta::stat_path(path, follow_operands).or_else(|e| {
+                if follow_operands {
+                    fnd_walk::meta::stat_path(path, false)
+                } else {
+                    Err(e)
+                }
+            })
         })
         .collect();
     let ids: Vec<Option<(u64, u64)>> = metas.iter().map(|m| m.as_ref().ok().map(|m| (m.dev, m.ino))).collect();
@@ -73,7 +82,11 @@ fn main() -> ExitCode {
         Ok(s) => Box::leak(Box::new(s)),
         Err(e) => usage_exit(UsageError { message: e, hint: false }),
     };
-    let ticker = if scan.opts.progress { progress::Ticker::start(&scan.progress) } else { None };
+    let ticker = if scan.opts.progress {
+        progress::Ticker::start(&scan.progress)
+    } else {
+        None
+    };
     for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
         let m = match meta {
             Ok(m) => m,
@@ -115,7 +128,11 @@ fn main() -> ExitCode {
 /// The operands: from the command line, from `--files0-from`, or `.`.
 fn operands(opts: &Options) -> (Vec<Vec<u8>>, bool) {
     let Some(from) = &opts.files0_from else {
-        let ops = if opts.operands.is_empty() { vec![b".".to_vec()] } else { opts.operands.clone() };
+        let ops = if opts.operands.is_empty() {
+            vec![b".".to_vec()]
+        } else {
+            opts.operands.clone()
+        };
         return (ops, false);
     };
     let mut data = Vec::new();
@@ -136,7 +153,11 @@ fn operands(opts: &Options) -> (Vec<Vec<u8>>, bool) {
     }
     for (n, name) in body.split(|&b| b == 0).enumerate() {
         if name.is_empty() {
-            report(&format!("{}:{}: invalid zero-length file name", String::from_utf8_lossy(from), n + 1));
+            report(&format!(
+                "{}:{}: invalid zero-length file name",
+                String::from_utf8_lossy(from),
+                n + 1
+            ));
             failed = true;
         } else {
             ops.push(name.to_vec());
@@ -157,7 +178,10 @@ fn measure_name(m: Measure) -> &'static str {
 fn tree_size(opts: &Options) -> format::SizeFormat {
     match (&opts.size, opts.measure) {
         (f @ format::SizeFormat::Human { .. }, _) => f.clone(),
-        (_, Measure::Inodes) => format::SizeFormat::Blocks { block: 1, suffix: String::new() },
+        (_, Measure::Inodes) => format::SizeFormat::Blocks {
+            block: 1,
+            suffix: String::new(),
+        },
         _ => format::SizeFormat::Human { base: 1024 },
     }
 }
@@ -196,7 +220,11 @@ fn show_saved_tree(file: &[u8], opts: &Options) -> ExitCode {
         }
     };
     let (_, rows) = tree::terminal_size();
-    let view = opts.tree.unwrap_or(cli::TreeOptions { depth: 4, lines: rows.saturating_sub(4).max(10), bar_width: 20 });
+    let view = opts.tree.unwrap_or(cli::TreeOptions {
+        depth: 4,
+        lines: rows.saturating_sub(4).max(10),
+        bar_width: 20,
+    });
     let mut out = Vec::new();
     for root in &roots {
         tree::render(root, &view, &tree_size(opts), &mut out);

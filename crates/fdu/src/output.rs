@@ -19,7 +19,11 @@ pub struct Output {
 
 impl Output {
     pub fn new() -> Output {
-        Output { buf: Mutex::new(Vec::with_capacity(64 * 1024)), failed: AtomicBool::new(false), closed: AtomicBool::new(false) }
+        Output {
+            buf: Mutex::new(Vec::with_capacity(64 * 1024)),
+            failed: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+        }
     }
 
     /// Append whole lines.

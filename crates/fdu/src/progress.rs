@@ -30,7 +30,9 @@ impl Ticker {
                 return;
             }
             let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {msg}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
             loop {
                 let entries = progress.entries.load(Relaxed);
                 let bytes = progress.bytes.load(Relaxed);

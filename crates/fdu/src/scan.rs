@@ -85,7 +85,11 @@ impl Scan {
         } else {
             let mut set = globset::GlobSetBuilder::new();
             for p in &opts.excludes {
-                let glob = globset::GlobBuilder::new(p).literal_separator(false).backslash_escape(true).build().map_err(|e| e.to_string())?;
+                let glob = globset::GlobBuilder::new(p)
+                    .literal_separator(false)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| e.to_string())?;
                 set.add(glob);
             }
             Some(set.build().map_err(|e| e.to_string())?)
@@ -109,7 +113,12 @@ impl Scan {
             root_entered: AtomicBool::new(false),
             current: AtomicU64::new(0),
             operand_ids,
-            operands: ids.iter().map(|_| Operand { seen: AtomicBool::new(false) }).collect(),
+            operands: ids
+                .iter()
+                .map(|_| Operand {
+                    seen: AtomicBool::new(false),
+                })
+                .collect(),
             links_seen: Mutex::new(HashSet::new()),
             dirs_seen: Mutex::new(HashSet::new()),
             grand_total: AtomicU64::new(0),
@@ -157,7 +166,8 @@ impl Scan {
 
     /// Append du's line for one entry (if the threshold lets it through).
     pub fn line(&self, out: &mut Vec<u8>, usage: Usage, path: &[u8]) {
-        if !self.opts.threshold.shows(usage.amount) {
+        // The tree view and JSON replace du's lines.
+        if self.keeps_tree() || !self.opts.threshold.shows(usage.amount) {
             return;
         }
         self.opts.size.write(usage.amount, out);
@@ -175,7 +185,11 @@ impl Scan {
     pub fn excluded(&self, path: &[u8]) -> bool {
         let Some(set) = &self.excludes else { return false };
         let matches = |p: &[u8]| set.is_match(Path::new(OsStr::from_bytes(p)));
-        matches(path) || path.iter().enumerate().any(|(i, &b)| b == b'/' && i + 1 < path.len() && path[i + 1] != b'/' && matches(&path[i + 1..]))
+        matches(path)
+            || path
+                .iter()
+                .enumerate()
+                .any(|(i, &b)| b == b'/' && i + 1 < path.len() && path[i + 1] != b'/' && matches(&path[i + 1..]))
     }
 
     /// With several operands: whether an entry with this identity is
@@ -184,7 +198,9 @@ impl Scan {
         if self.operand_ids.is_empty() {
             return true;
         }
-        let Some(indexes) = self.operand_ids.get(&(dev, ino)) else { return true };
+        let Some(indexes) = self.operand_ids.get(&(dev, ino)) else {
+            return true;
+        };
         let current = self.current.load(Relaxed) as usize;
         let mut counts = true;
         for &j in indexes {
@@ -220,7 +236,10 @@ impl Scan {
     }
 
     pub fn grand_total(&self) -> Usage {
-        Usage { amount: self.grand_total.load(Relaxed), stamp: self.grand_newest.load(Relaxed) }
+        Usage {
+            amount: self.grand_total.load(Relaxed),
+            stamp: self.grand_newest.load(Relaxed),
+        }
     }
 
     /// An operand that is not a directory (or a symlink not followed).
@@ -235,7 +254,10 @@ impl Scan {
         self.add_grand_total(usage);
         self.progress.entries.fetch_add(1, Relaxed);
         if self.keeps_tree() {
-            self.trees.lock().unwrap_or_else(|e| e.into_inner()).push(TreeNode::leaf(path, usage.amount));
+            self.trees
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(TreeNode::leaf(path, usage.amount));
         }
     }
 
@@ -267,7 +289,10 @@ impl Scan {
                 self.out.write(&line);
                 self.add_grand_total(own);
                 if self.keeps_tree() {
-                    self.trees.lock().unwrap_or_else(|e| e.into_inner()).push(TreeNode::leaf(path, own.amount));
+                    self.trees
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(TreeNode::leaf(path, own.amount));
                 }
             }
         }
@@ -375,7 +400,9 @@ impl Node {
             self.scan.out.write(&line);
         }
         if let Some(tree) = &self.tree {
-            tree.lock().unwrap_or_else(|e| e.into_inner()).push(TreeNode::leaf(name, usage.amount));
+            tree.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(TreeNode::leaf(name, usage.amount));
         }
     }
 
@@ -408,10 +435,17 @@ impl Node {
             }
         }
         let local = *self.local.get_mut();
-        let total = Usage { amount: local + below, stamp: newest };
+        let total = Usage {
+            amount: local + below,
+            stamp: newest,
+        };
         if depth <= max_depth {
             if let Some(path) = &self.path {
-                let shown = if scan.opts.separate_dirs { Usage { amount: local, ..total } } else { total };
+                let shown = if scan.opts.separate_dirs {
+                    Usage { amount: local, ..total }
+                } else {
+                    total
+                };
                 scan.line(&mut lines, shown, path);
             }
         }
@@ -471,7 +505,10 @@ impl EntryFilter for DuFilter {
         let (own, position) = match &parent {
             None => {
                 scan.root_entered.store(true, Relaxed);
-                (scan.root_own.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default(), 0)
+                (
+                    scan.root_own.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default(),
+                    0,
+                )
             }
             Some(p) => {
                 let mut subdirs = p.subdirs.lock().unwrap_or_else(|e| e.into_inner());
@@ -484,7 +521,10 @@ impl EntryFilter for DuFilter {
                         subdirs.list[i].claimed = true;
                         (subdirs.list[i].own, subdirs.list[i].position)
                     }
-                    Err(_) => (fnd_walk::meta::stat_fd(dir.fd).map(|m| scan.usage(&m)).unwrap_or_default(), u64::MAX),
+                    Err(_) => (
+                        fnd_walk::meta::stat_fd(dir.fd).map(|m| scan.usage(&m)).unwrap_or_default(),
+                        u64::MAX,
+                    ),
                 }
             }
         };
@@ -511,7 +551,9 @@ impl EntryFilter for DuFilter {
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
         let scan = self.scan;
-        let Some(node) = state.and_then(|s| (**s).downcast_ref::<Node>()) else { return Decision::KEEP };
+        let Some(node) = state.and_then(|s| (**s).downcast_ref::<Node>()) else {
+            return Decision::KEEP;
+        };
         if scan.excludes.is_some() && scan.excluded(&join(entry.parent_prefix, entry.name)) {
             return Decision::SKIP;
         }
@@ -538,9 +580,17 @@ impl EntryFilter for DuFilter {
         }
         let files_before = node.listed_files.load(Relaxed);
         let rank = node.listed_dirs.fetch_add(1, Relaxed);
-        let subdir = Subdir { name: entry.name.into(), position: dir_position(files_before, rank), own: scan.usage(&m), claimed: false };
+        let subdir = Subdir {
+            name: entry.name.into(),
+            position: dir_position(files_before, rank),
+            own: scan.usage(&m),
+            claimed: false,
+        };
         node.subdirs.lock().unwrap_or_else(|e| e.into_inner()).list.push(subdir);
-        Decision { emit: false, descend: true }
+        Decision {
+            emit: false,
+            descend: true,
+        }
     }
 }
 
@@ -558,7 +608,14 @@ struct DuVisitor {
 
 impl DuVisitor {
     fn new(scan: &'static Scan) -> Self {
-        DuVisitor { scan, node: None, next_index: 0, lines: Vec::new(), links: Vec::new(), leaves: Vec::new() }
+        DuVisitor {
+            scan,
+            node: None,
+            next_index: 0,
+            lines: Vec::new(),
+            links: Vec::new(),
+            leaves: Vec::new(),
+        }
     }
 
     fn finish(mut self) -> Vec<Sighting> {
@@ -573,7 +630,10 @@ impl Visitor for DuVisitor {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         let scan = self.scan;
         let Some(state) = chunk.filter_state() else { return Flow::Continue };
-        let same = self.node.as_ref().is_some_and(|n| std::ptr::eq(Arc::as_ptr(n) as *const (), Arc::as_ptr(state) as *const ()));
+        let same = self
+            .node
+            .as_ref()
+            .is_some_and(|n| std::ptr::eq(Arc::as_ptr(n) as *const (), Arc::as_ptr(state) as *const ()));
         if !same {
             // Chunks of one directory come in order on the thread that reads
             // it; holding its node keeps the address from being reused.
@@ -584,7 +644,10 @@ impl Visitor for DuVisitor {
         let opts = &scan.opts;
         let print_files = opts.all && chunk.depth() <= opts.max_depth;
         let link_all = opts.follow == Follow::All;
-        let mut sum = Usage { amount: 0, stamp: i64::MIN };
+        let mut sum = Usage {
+            amount: 0,
+            stamp: i64::MIN,
+        };
         let mut disk = 0;
         for entry in chunk.iter() {
             let index = self.next_index;
@@ -647,7 +710,11 @@ impl Visitor for DuVisitor {
             return Flow::Continue;
         }
         let path = error.path().as_os_str().as_bytes();
-        self.scan.error(&format!("cannot read directory {}: {}", crate::format::quote(path), crate::error_text(&error.io_error())));
+        self.scan.error(&format!(
+            "cannot read directory {}: {}",
+            crate::format::quote(path),
+            crate::error_text(&error.io_error())
+        ));
         Flow::Continue
     }
 }

@@ -23,11 +23,19 @@ pub struct TreeNode {
 
 impl TreeNode {
     pub fn leaf(name: &[u8], amount: u64) -> TreeNode {
-        TreeNode { name: name.into(), amount, children: Box::new([]) }
+        TreeNode {
+            name: name.into(),
+            amount,
+            children: Box::new([]),
+        }
     }
 
     pub fn dir(name: Box<[u8]>, amount: u64, children: Vec<TreeNode>) -> TreeNode {
-        TreeNode { name, amount, children: children.into_boxed_slice() }
+        TreeNode {
+            name,
+            amount,
+            children: children.into_boxed_slice(),
+        }
     }
 }
 
@@ -52,7 +60,11 @@ pub fn render(root: &TreeNode, opts: &TreeOptions, size: &SizeFormat, out: &mut 
         let filled = ((row.amount as u128 * opts.bar_width as u128 + total as u128 / 2) / total as u128) as usize;
         let percent = (row.amount as u128 * 100 / total as u128) as u64;
         let bar: String = "█".repeat(filled.min(opts.bar_width)) + &"░".repeat(opts.bar_width.saturating_sub(filled));
-        let line = format!("{text:>size_width$} {bar} {percent:>3}%  {}{}\n", row.indent, display_name(&row.name));
+        let line = format!(
+            "{text:>size_width$} {bar} {percent:>3}%  {}{}\n",
+            row.indent,
+            display_name(&row.name)
+        );
         out.extend_from_slice(line.as_bytes());
     }
 }
@@ -89,9 +101,27 @@ struct Row {
     amount: u64,
 }
 
-fn collect(node: &TreeNode, path: &[u32], shown: &std::collections::HashSet<Vec<u32>>, depth: usize, indent: &mut String, last: bool, rows: &mut Vec<Row>) {
-    let branch = if depth == 0 { "" } else if last { "└─ " } else { "├─ " };
-    rows.push(Row { indent: format!("{indent}{branch}"), name: node.name.clone(), amount: node.amount });
+fn collect(
+    node: &TreeNode,
+    path: &[u32],
+    shown: &std::collections::HashSet<Vec<u32>>,
+    depth: usize,
+    indent: &mut String,
+    last: bool,
+    rows: &mut Vec<Row>,
+) {
+    let branch = if depth == 0 {
+        ""
+    } else if last {
+        "└─ "
+    } else {
+        "├─ "
+    };
+    rows.push(Row {
+        indent: format!("{indent}{branch}"),
+        name: node.name.clone(),
+        amount: node.amount,
+    });
     let mut kids: Vec<(usize, &TreeNode)> = node
         .children
         .iter()
@@ -119,7 +149,10 @@ fn collect(node: &TreeNode, path: &[u32], shown: &std::collections::HashSet<Vec<
 /// A name made safe for a terminal: invalid UTF-8 replaced, control
 /// characters shown as `?`.
 fn display_name(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+    String::from_utf8_lossy(name)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
@@ -129,13 +162,28 @@ mod tests {
     #[test]
     fn shows_largest_entries_under_their_parents() {
         let tree = TreeNode::dir(
-            "root".into(),
+            b"root"[..].into(),
             100,
-            vec![TreeNode::leaf(b"small", 10), TreeNode::dir("big".into(), 90, vec![TreeNode::leaf(b"inner", 80)])],
+            vec![
+                TreeNode::leaf(b"small", 10),
+                TreeNode::dir(b"big"[..].into(), 90, vec![TreeNode::leaf(b"inner", 80)]),
+            ],
         );
         let mut out = Vec::new();
-        let opts = TreeOptions { depth: 5, lines: 3, bar_width: 10 };
-        render(&tree, &opts, &SizeFormat::Blocks { block: 1, suffix: String::new() }, &mut out);
+        let opts = TreeOptions {
+            depth: 5,
+            lines: 3,
+            bar_width: 10,
+        };
+        render(
+            &tree,
+            &opts,
+            &SizeFormat::Blocks {
+                block: 1,
+                suffix: String::new(),
+            },
+            &mut out,
+        );
         let text = String::from_utf8(out).unwrap();
         let names: Vec<_> = text.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
         assert_eq!(names, ["root", "big", "inner"]);

@@ -1,0 +1,357 @@
+//! fdu against GNU du on trees built here: same lines (order normalised:
+//! du prints in post-order, fdu as directories complete), same errors,
+//! same exit status. Both run on the same tree state, one after the other.
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn have_du() -> bool {
+    let ok = Command::new("du").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: GNU du is not installed");
+    }
+    ok
+}
+
+/// A tree with what du has rules about: hard links inside and across
+/// directories, sparse and empty files, symlinks (to a file, to a
+/// directory, dangling), nesting, odd names.
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    fs::set_permissions(root, fs::Permissions::from_mode(0o755)).unwrap();
+    let mk = |p: &str| fs::create_dir_all(root.join(p)).unwrap();
+    let file = |p: &str, len: usize| fs::write(root.join(p), vec![b'x'; len]).unwrap();
+    mk("t/a/b/c");
+    mk("t/d/e");
+    mk("t/empty");
+    mk("t/links");
+    file("t/one", 1);
+    file("t/a/k1500", 1500);
+    file("t/a/b/big", 200_000);
+    file("t/a/b/c/empty", 0);
+    file("t/d/e/f", 5000);
+    file("t/name with space", 10);
+    file("t/new\nline", 3);
+    let sparse = fs::File::create(root.join("t/d/sparse")).unwrap();
+    sparse.set_len(50 << 20).unwrap();
+    file("t/links/orig", 9000);
+    fs::hard_link(root.join("t/links/orig"), root.join("t/links/same_dir")).unwrap();
+    fs::hard_link(root.join("t/links/orig"), root.join("t/a/b/other_dir")).unwrap();
+    fs::hard_link(root.join("t/links/orig"), root.join("t/d/e/third")).unwrap();
+    file("t/a/pair", 3000);
+    fs::hard_link(root.join("t/a/pair"), root.join("t/d/pair2")).unwrap();
+    symlink("one", root.join("t/to_file")).unwrap();
+    symlink("a/b", root.join("t/to_dir")).unwrap();
+    symlink("nowhere", root.join("t/dangling")).unwrap();
+    for i in 0..40 {
+        file(&format!("t/d/many{i}"), i * 300);
+    }
+    dir
+}
+
+fn run(program: &str, args: &[&str], cwd: &Path) -> Output {
+    let exe = if program == "fdu" { env!("CARGO_BIN_EXE_fdu") } else { program };
+    Command::new(exe)
+        .args(args)
+        .current_dir(cwd)
+        .env("TZ", "UTC")
+        .env_remove("BLOCK_SIZE")
+        .env_remove("DU_BLOCK_SIZE")
+        .env_remove("BLOCKSIZE")
+        .output()
+        .unwrap()
+}
+
+/// Records sorted: du's order is post-order, fdu's is completion order.
+fn records(bytes: &[u8], sep: u8) -> Vec<Vec<u8>> {
+    let mut r: Vec<Vec<u8>> = bytes.split(|&b| b == sep).map(<[u8]>::to_vec).collect();
+    r.sort();
+    r
+}
+
+fn stderr_lines(o: &Output) -> Vec<String> {
+    let text = String::from_utf8_lossy(&o.stderr).replace("fdu: ", "DU: ").replace("du: ", "DU: ");
+    let text = text.replace("'du --help'", "'X --help'").replace("'fdu --help'", "'X --help'");
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.sort();
+    lines
+}
+
+fn same_as_du_in(cwd: &Path, args: &[&str]) {
+    let du = run("du", args, cwd);
+    let fdu = run("fdu", args, cwd);
+    let sep = if args.iter().any(|a| *a == "-0" || *a == "--null") {
+        0
+    } else {
+        b'\n'
+    };
+    assert_eq!(
+        records(&fdu.stdout, sep),
+        records(&du.stdout, sep),
+        "stdout differs for {args:?}\n--- du:\n{}\n--- fdu:\n{}",
+        String::from_utf8_lossy(&du.stdout),
+        String::from_utf8_lossy(&fdu.stdout)
+    );
+    assert_eq!(stderr_lines(&fdu), stderr_lines(&du), "stderr differs for {args:?}");
+    assert_eq!(fdu.status.code(), du.status.code(), "exit status differs for {args:?}");
+}
+
+fn same_as_du(args: &[&str]) {
+    if !have_du() {
+        return;
+    }
+    let dir = fixture();
+    same_as_du_in(dir.path(), args);
+}
+
+#[test]
+fn default_output() {
+    same_as_du(&["t"]);
+}
+
+#[test]
+fn all_entries() {
+    same_as_du(&["-a", "t"]);
+}
+
+#[test]
+fn summarize_and_total() {
+    same_as_du(&["-s", "t"]);
+    same_as_du(&["-sc", "t/a", "t/d"]);
+}
+
+#[test]
+fn max_depth() {
+    same_as_du(&["-d", "1", "t"]);
+    same_as_du(&["--max-depth=0", "-a", "t"]);
+    same_as_du(&["-a", "-d2", "t"]);
+}
+
+#[test]
+fn size_formats() {
+    for args in [
+        &["-h", "-a", "t"][..],
+        &["--si", "-a", "t"],
+        &["-b", "-a", "t"],
+        &["-k", "t"],
+        &["-m", "-a", "t"],
+        &["-BM", "t"],
+        &["-B1K", "-a", "t"],
+        &["--block-size=KiB", "t"],
+        &["-B", "2", "-a", "t"],
+        &["-h", "-k", "t"],
+        &["-k", "-h", "t"],
+    ] {
+        same_as_du(args);
+    }
+}
+
+#[test]
+fn apparent_sizes_count_directories_too() {
+    same_as_du(&["--apparent-size", "-a", "t"]);
+    same_as_du(&["--apparent-size", "-h", "t"]);
+}
+
+#[test]
+fn hard_links_count_once_at_the_first_link() {
+    same_as_du(&["-a", "t"]);
+    same_as_du(&["-a", "t/d", "t/a", "t/links"]);
+    same_as_du(&["-a", "-l", "t"]);
+}
+
+#[test]
+fn inodes() {
+    same_as_du(&["--inodes", "-a", "t"]);
+    same_as_du(&["--inodes", "-s", "t"]);
+}
+
+#[test]
+fn symlinks() {
+    same_as_du(&["-a", "-P", "t"]);
+    same_as_du(&["-a", "-L", "t/a", "t/links"]);
+    same_as_du(&["t/to_dir"]);
+    same_as_du(&["-D", "t/to_dir"]);
+    same_as_du(&["-H", "-s", "t/to_dir", "t/to_file"]);
+}
+
+#[test]
+fn excludes() {
+    same_as_du(&["-a", "--exclude=*.rs", "--exclude=b", "t"]);
+    same_as_du(&["-a", "--exclude=t/d/e", "t"]);
+    same_as_du(&["--exclude=t", "t"]);
+    if !have_du() {
+        return;
+    }
+    let dir = fixture();
+    fs::write(dir.path().join("patterns"), "many1*\nsparse\n").unwrap();
+    same_as_du_in(dir.path(), &["-a", "-X", "patterns", "t"]);
+}
+
+#[test]
+fn null_threshold_separate_dirs() {
+    same_as_du(&["-0", "-a", "t"]);
+    same_as_du(&["-a", "-t", "5000", "t"]);
+    same_as_du(&["-a", "-t", "-8K", "t"]);
+    same_as_du(&["-S", "t"]);
+}
+
+#[test]
+fn times() {
+    same_as_du(&["--time", "-a", "t"]);
+    same_as_du(&["--time=ctime", "--time-style=full-iso", "t"]);
+    same_as_du(&["--time", "--time-style=+%s", "-s", "t"]);
+}
+
+#[test]
+fn several_operands_count_nothing_twice() {
+    same_as_du(&["t/a", "t/d", "t/one"]);
+    same_as_du(&["t", "t/a"]);
+    same_as_du(&["t/a", "t"]);
+    same_as_du(&["t/a", "t/a/b", "t", "t/a"]);
+    same_as_du(&["-a", "t/one", "t"]);
+}
+
+#[test]
+fn missing_operand_is_reported_and_the_rest_still_printed() {
+    same_as_du(&["t/a", "missing", "t/d"]);
+    same_as_du(&["-s", "missing"]);
+}
+
+#[test]
+fn files0_from() {
+    if !have_du() {
+        return;
+    }
+    let dir = fixture();
+    fs::write(dir.path().join("list"), b"t/a\0t/d\0missing\0").unwrap();
+    same_as_du_in(dir.path(), &["--files0-from=list"]);
+    same_as_du_in(dir.path(), &["-s", "--files0-from", "list"]);
+}
+
+#[test]
+fn bad_usage_exits_1_with_one_line() {
+    for args in [
+        &["--no-such-option"][..],
+        &["-B", "foo", "t"],
+        &["-d", "x", "t"],
+        &["-t", "-0", "t"],
+        &["-s", "-d", "1", "t"],
+    ] {
+        if !have_du() {
+            return;
+        }
+        let dir = fixture();
+        let du = run("du", args, dir.path());
+        let fdu = run("fdu", args, dir.path());
+        assert_eq!(fdu.status.code(), Some(1), "{args:?}");
+        assert_eq!(du.status.code(), Some(1), "{args:?}");
+        assert!(fdu.stdout.is_empty());
+        assert!(String::from_utf8_lossy(&fdu.stderr).starts_with("fdu: "), "{args:?}");
+    }
+}
+
+/// As root a `chmod 000` directory stays readable, so this runs both tools
+/// as `nobody` (through setpriv) on a tree nobody can partly read.
+#[test]
+fn unreadable_directories() {
+    if !have_du() {
+        return;
+    }
+    let dir = fixture();
+    let root = dir.path();
+    fs::create_dir_all(root.join("t/locked/inner")).unwrap();
+    fs::write(root.join("t/locked/inner/file"), vec![1u8; 10_000]).unwrap();
+    fs::create_dir_all(root.join("t/noexec/sub")).unwrap();
+    fs::set_permissions(root.join("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(root.join("t/noexec"), fs::Permissions::from_mode(0o644)).unwrap();
+    let as_nobody = |program: &str, args: &[&str]| {
+        let exe = if program == "fdu" { env!("CARGO_BIN_EXE_fdu") } else { "du" };
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe])
+            .args(args)
+            .current_dir(root)
+            .output()
+    };
+    let du = match as_nobody("du", &["-a", "t"]) {
+        Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("setpriv:") => o,
+        _ => {
+            eprintln!("skipped: cannot run as nobody (setpriv unavailable or not root); as root chmod 000 dirs stay readable");
+            return;
+        }
+    };
+    let fdu = as_nobody("fdu", &["-a", "t"]).unwrap();
+    fs::set_permissions(root.join("t/locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(root.join("t/noexec"), fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(records(&fdu.stdout, b'\n'), records(&du.stdout, b'\n'));
+    assert_eq!(stderr_lines(&fdu), stderr_lines(&du));
+    assert_eq!(fdu.status.code(), du.status.code());
+}
+
+/// `-x` across a tmpfs mounted inside the tree (needs root and mount rights).
+#[test]
+fn one_file_system() {
+    if !have_du() {
+        return;
+    }
+    let dir = fixture();
+    let mnt = dir.path().join("t/mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(&mnt)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a tmpfs here, so -x has no mount to stop at");
+        return;
+    }
+    fs::write(mnt.join("inside"), vec![0u8; 100_000]).unwrap();
+    let result = std::panic::catch_unwind(|| {
+        same_as_du_in(dir.path(), &["-x", "-a", "t"]);
+        same_as_du_in(dir.path(), &["-a", "t"]);
+    });
+    let _ = Command::new("umount").arg(&mnt).status();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+#[test]
+fn json_round_trips_into_the_tree_view() {
+    let dir = fixture();
+    let json = run("fdu", &["--json", "t"], dir.path());
+    assert!(json.status.success());
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let root = &value["roots"][0];
+    assert_eq!(root["name"], "t");
+    let du_s = run("fdu", &["-s", "-B1", "t"], dir.path());
+    let total: u64 = String::from_utf8_lossy(&du_s.stdout).split('\t').next().unwrap().parse().unwrap();
+    assert_eq!(root["size"].as_u64(), Some(total));
+    fs::write(dir.path().join("saved.json"), &json.stdout).unwrap();
+    let from_file = run("fdu", &["--tree", "-n", "5", "--from-json", "saved.json"], dir.path());
+    let scanned = run("fdu", &["--tree", "-n", "5", "t"], dir.path());
+    assert!(from_file.status.success());
+    assert_eq!(String::from_utf8_lossy(&from_file.stdout), String::from_utf8_lossy(&scanned.stdout));
+    let text = String::from_utf8(scanned.stdout).unwrap();
+    assert_eq!(text.lines().count(), 5);
+    assert!(text.lines().next().unwrap().contains("100%"));
+}
+
+#[test]
+fn tree_view_respects_depth() {
+    let dir = fixture();
+    let out = run("fdu", &["--tree", "--tree-depth", "1", "-n", "100", "t"], dir.path());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().all(|l| !l.contains("│  ") && !l.contains("   └─")), "{text}");
+    assert!(text.contains("─ d"));
+}
+
+#[test]
+fn no_progress_when_stderr_is_not_a_terminal() {
+    let dir = fixture();
+    let out = run("fdu", &["t"], dir.path());
+    assert!(out.stderr.is_empty());
+}
