@@ -88,6 +88,7 @@ mod dir;
 pub mod entry;
 pub mod error;
 pub mod filter;
+mod io;
 pub mod ignore;
 mod hooks;
 mod iter;

@@ -10,11 +10,13 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::thread::Scope;
 use std::time::Duration;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use crate::dir::{Dir, Job};
+use crate::io::{Depth, Probe};
 use crate::read::Reader;
 use crate::walker::{Flow, Order, Shared, Visitor};
 
@@ -71,6 +73,8 @@ struct Pool {
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
+    /// Workers running, and those that may be added while reads wait on I/O.
+    io: Depth,
 }
 
 impl Pool {
@@ -93,7 +97,7 @@ impl Pool {
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
             }
-            let n = self.stealers.len();
+            let n = self.io.active();
             for k in 1..n {
                 match self.stealers[(me + k) % n].steal() {
                     Steal::Success(job) => return Some(job),
@@ -124,27 +128,33 @@ where
     D: FnMut(V),
 {
     let threads = shared.cfg.threads;
-    let workers: Vec<Worker<Job>> = (0..threads).map(|_| Worker::new_lifo()).collect();
+    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| Worker::new_lifo()).collect();
+    let stealers = workers.iter().map(|w| w.stealer()).collect();
+    let spares = workers.split_off(threads).into_iter().enumerate().map(|(i, w)| (threads + i, w)).collect();
     let pool = Pool {
         injector: Injector::new(),
-        stealers: workers.iter().map(|w| w.stealer()).collect(),
+        stealers,
         pending: AtomicUsize::new(shared.roots.len()),
         sleepers: AtomicUsize::new(0),
         lock: Mutex::new(()),
         wake: Condvar::new(),
+        io: Depth::new(threads, spares),
     };
     for job in root_jobs(shared) {
         pool.injector.push(job);
     }
-    let (pool, make) = (&pool, &make);
+    let added = Mutex::new(Vec::new());
+    let (pool, make, added_ref) = (&pool, &make, &added);
     std::thread::scope(|scope| {
+        // Copied into each worker: it only holds references.
+        let grow = move || add_io_workers(scope, shared, pool, make, added_ref);
         let mut workers = workers.into_iter().enumerate();
         let (first_index, first) = workers.next().expect("at least one worker");
         let handles: Vec<_> = workers
-            .map(|(me, local)| scope.spawn(move || work(shared, pool, local, me, make())))
+            .map(|(me, local)| scope.spawn(move || work(shared, pool, local, me, make(), &grow)))
             .collect();
         // The calling thread is a worker too.
-        done(work(shared, pool, first, first_index, make()));
+        done(work(shared, pool, first, first_index, make(), &grow));
         for h in handles {
             match h.join() {
                 Ok(v) => done(v),
@@ -152,9 +162,32 @@ where
             }
         }
     });
+    added.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().for_each(done);
 }
 
-fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize, mut visitor: V) -> V {
+/// The walk waits on I/O: start more workers (see `crate::io`). They hand
+/// their visitors to `added` when they finish; the scope joins them.
+fn add_io_workers<'scope, 'env, V, M>(
+    scope: &'scope Scope<'scope, 'env>,
+    shared: &'env Shared,
+    pool: &'env Pool,
+    make: &'env M,
+    added: &'env Mutex<Vec<V>>,
+) where
+    V: Visitor + 'env,
+    M: Fn() -> V + Sync,
+{
+    for (me, local) in pool.io.grow() {
+        scope.spawn(move || {
+            let grow = || add_io_workers(scope, shared, pool, make, added);
+            let visitor = work(shared, pool, local, me, make(), &grow);
+            added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
+        });
+    }
+}
+
+fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize, mut visitor: V, grow: &dyn Fn()) -> V {
+    let mut probe = Probe::new(pool.io.can_grow());
     let mut reader = Reader::new();
     let mut children = Vec::new();
     let mut idle_spins = 0;
@@ -167,7 +200,9 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
         match pool.find_job(&local, me) {
             Some(job) => {
                 idle_spins = 0;
+                let started = probe.start();
                 let flow = reader.read(shared, job, &mut visitor, &mut children);
+                let waits_on_io = probe.finish(started);
                 if flow == Flow::Stop {
                     // A visitor's error() can ask to stop without the reader
                     // having raised the flag; without it the other workers
@@ -189,8 +224,15 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                 if pool.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                     pool.notify(true);
                 }
+                if waits_on_io {
+                    grow();
+                    if pool.io.active() >= pool.stealers.len() {
+                        probe.disable();
+                    }
+                }
             }
             None => {
+                probe.idle();
                 if pool.pending.load(Ordering::Acquire) == 0 {
                     break;
                 }
