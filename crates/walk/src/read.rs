@@ -85,7 +85,10 @@ impl Reader {
             if cfg.same_file_system && dev != shared.root_dev(parent) {
                 return Flow::Continue;
             }
-            if cfg.follow_links {
+            // Only a followed link can close a cycle (directories cannot be
+            // hard-linked); a real directory met again under a link is walked
+            // again, as fd and the `ignore` crate do.
+            if cfg.follow_links && job.follow {
                 if let Some(ancestor) = find_ancestor(parent, dev, ino) {
                     return visitor.error(Error::loop_at(&job.path(), depth, ancestor.path()));
                 }

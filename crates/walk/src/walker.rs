@@ -75,8 +75,6 @@ pub trait Visitor: Send {
 pub(crate) struct Config {
     pub(crate) order: Order,
     pub(crate) threads: usize,
-    /// Most workers of a parallel walk once its reads wait on I/O (see `crate::io`).
-    pub(crate) io_depth: usize,
     pub(crate) min_depth: usize,
     pub(crate) max_depth: Option<usize>,
     pub(crate) follow_links: bool,
@@ -132,7 +130,6 @@ impl WalkBuilder {
             cfg: Config {
                 order: Order::default(),
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-                io_depth: crate::io::AUTO_IO_DEPTH,
                 min_depth: 0,
                 max_depth: None,
                 follow_links: false,
@@ -153,58 +150,94 @@ impl WalkBuilder {
     }
 
     /// Another root, walked after (or, in parallel, alongside) the others.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let walk = WalkBuilder::new(root.join("a")).add_root(root.join(".hidden"));
+    /// assert_eq!(walk.roots().len(), 2);
+    /// assert_eq!(walk.iter().count(), 4); // a, a/b, a/b/file, .hidden
+    /// ```
     pub fn add_root(mut self, root: impl AsRef<Path>) -> Self {
         self.roots.push(root.as_ref().to_path_buf());
         self
     }
 
+    /// The roots, in the order given.
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }
 
+    /// ```
+    /// use fnd_walk::{Order, WalkBuilder};
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let depths: Vec<usize> = WalkBuilder::new(root).order(Order::BreadthFirst).iter().map(|e| e.unwrap().depth()).collect();
+    /// assert_eq!(depths, [0, 1, 1, 2, 3]);
+    /// ```
     pub fn order(mut self, order: Order) -> Self {
         self.cfg.order = order;
         self
     }
 
     /// Worker threads for [`Order::Parallel`] (0 means one per core).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// assert_eq!(WalkBuilder::new(root).threads(4).iter().count(), 5);
+    /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.cfg.threads = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
         self
     }
 
-    /// Most directory reads of a parallel walk that may wait on the file
-    /// system at once (0 means the default, 16). The walk starts with
-    /// [`threads`](Self::threads) workers and, only when it sees its reads
-    /// block (a cold cache, a network or FUSE mount), adds workers up to this
-    /// many: blocked threads cost no CPU, and each keeps one request in
-    /// flight. A depth at or below `threads` keeps the pool at `threads`.
+    /// Entries shallower than this are not yielded (a root is depth 0).
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let mut seen = 0;
-    /// WalkBuilder::new(dir.path()).threads(2).io_depth(64).visit(|| Count(0), |c| seen += c.0);
-    /// assert_eq!(seen, 1);
-    /// # use fnd_walk::{Chunk, Flow, Visitor};
-    /// # struct Count(usize);
-    /// # impl Visitor for Count {
-    /// #     fn visit(&mut self, chunk: &mut Chunk) -> Flow { self.0 += chunk.len(); Flow::Continue }
-    /// # }
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let paths: Vec<_> = WalkBuilder::new(root).min_depth(2).iter().map(|e| e.unwrap().into_path()).collect();
+    /// assert_eq!(paths, [root.join("a/b"), root.join("a/b/file")]);
     /// ```
-    pub fn io_depth(mut self, n: usize) -> Self {
-        self.cfg.io_depth = if n == 0 { crate::io::AUTO_IO_DEPTH } else { n };
-        self
-    }
-
-    /// Entries shallower than this are not yielded (a root is depth 0).
     pub fn min_depth(mut self, depth: usize) -> Self {
         self.cfg.min_depth = depth;
         self
     }
 
     /// Directories at this depth are yielded but not read.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let mut paths: Vec<_> = WalkBuilder::new(root).max_depth(Some(1)).iter().map(|e| e.unwrap().into_path()).collect();
+    /// paths.sort();
+    /// assert_eq!(paths, [root.to_path_buf(), root.join(".hidden"), root.join("a")]);
+    /// ```
     pub fn max_depth(mut self, depth: Option<usize>) -> Self {
         self.cfg.max_depth = depth;
         self
@@ -212,18 +245,61 @@ impl WalkBuilder {
 
     /// Descend into symlinks to directories; a link back to an ancestor is
     /// reported as an error (a loop) and not walked.
+    ///
+    /// ```
+    /// use fnd_walk::{FileType, WalkBuilder};
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+    /// let through_link = |follow| {
+    ///     WalkBuilder::new(root).follow_links(follow).iter().filter(|e| e.as_ref().unwrap().path().starts_with(root.join("link"))).count()
+    /// };
+    /// assert_eq!(through_link(false), 1); // the link itself
+    /// assert_eq!(through_link(true), 3); // and link/b, link/b/file
+    /// // A link to an ancestor is reported once, as a loop, and not walked.
+    /// std::os::unix::fs::symlink("..", root.join("a/b/up")).unwrap();
+    /// let loops = WalkBuilder::new(root).follow_links(true).iter().filter(|e| e.is_err()).count();
+    /// assert!(loops >= 1);
+    /// ```
     pub fn follow_links(mut self, yes: bool) -> Self {
         self.cfg.follow_links = yes;
         self
     }
 
     /// Do not read directories on another file system than their root.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// // The whole tree is on one file system: nothing is left out.
+    /// assert_eq!(WalkBuilder::new(root).same_file_system(true).iter().count(), 5);
+    /// ```
     pub fn same_file_system(mut self, yes: bool) -> Self {
         self.cfg.same_file_system = yes;
         self
     }
 
     /// Skip entries whose name starts with `.` (and do not descend into them).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// assert_eq!(WalkBuilder::new(root).skip_hidden(true).iter().count(), 4);
+    /// ```
     pub fn skip_hidden(mut self, yes: bool) -> Self {
         self.cfg.skip_hidden = yes;
         self
@@ -231,6 +307,23 @@ impl WalkBuilder {
 
     /// Stat every yielded entry before its chunk is visited, relative to its
     /// directory, on the thread that read it (see [`EntryRef::cached_metadata`](crate::EntryRef::cached_metadata)).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// for entry in WalkBuilder::new(root).min_depth(1).metadata(true).iter() {
+    ///     let entry = entry.unwrap();
+    ///     let meta = entry.cached_metadata().expect("fetched by the walk");
+    ///     if entry.path().ends_with("a/b/file") {
+    ///         assert_eq!(meta.size, 5);
+    ///     }
+    /// }
+    /// ```
     pub fn metadata(mut self, yes: bool) -> Self {
         self.cfg.metadata = yes;
         self
@@ -238,12 +331,47 @@ impl WalkBuilder {
 
     /// Sort each directory's entries (a directory is then read whole before
     /// its entries are yielded) and read subdirectories in that order.
+    ///
+    /// ```
+    /// use fnd_walk::{Order, Sort, WalkBuilder};
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let names: Vec<_> = WalkBuilder::new(root)
+    ///     .min_depth(1)
+    ///     .max_depth(Some(1))
+    ///     .order(Order::DepthFirst)
+    ///     .sort(Some(Sort::Name))
+    ///     .iter()
+    ///     .map(|e| e.unwrap().file_name().to_owned())
+    ///     .collect();
+    /// assert_eq!(names, [".hidden", "a"]);
+    /// ```
     pub fn sort(mut self, sort: Option<Sort>) -> Self {
         self.cfg.sort = sort;
         self
     }
 
     /// Most entries per chunk.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// for i in 0..10 {
+    ///     std::fs::write(root.join(format!("f{i}")), "").unwrap();
+    /// }
+    /// let sizes: Vec<usize> = WalkBuilder::new(root).min_depth(1).max_depth(Some(1)).chunk_size(4).chunks().map(|c| c.unwrap().len()).collect();
+    /// assert!(sizes.iter().all(|&n| n <= 4));
+    /// assert_eq!(sizes.iter().sum::<usize>(), 12);
+    /// ```
     pub fn chunk_size(mut self, n: usize) -> Self {
         self.cfg.chunk_size = n.max(1);
         self
@@ -251,12 +379,48 @@ impl WalkBuilder {
 
     /// Most directory descriptors kept open for later `openat`s (default:
     /// from `RLIMIT_NOFILE`, leaving room for the rest of the process).
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// // With no descriptor kept, every directory is opened by path from its root.
+    /// assert_eq!(WalkBuilder::new(root).max_open_fds(0).iter().count(), 5);
+    /// ```
     pub fn max_open_fds(mut self, n: usize) -> Self {
         self.cfg.max_open_fds = Some(n);
         self
     }
 
     /// Decide per entry whether it is yielded and whether the walk descends.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use fnd_walk::{Decision, DirInfo, EntryFilter, FilterState, RawEntry, WalkBuilder};
+    ///
+    /// /// Yields only entries with short names, and does not descend into `b`.
+    /// struct Short;
+    /// impl EntryFilter for Short {
+    ///     fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+    ///         None
+    ///     }
+    ///     fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    ///         Decision { emit: entry.name.len() <= 2, descend: entry.name != b"b" }
+    ///     }
+    /// }
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
+    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
+    /// # let root = dir.path();
+    /// let paths: Vec<_> = WalkBuilder::new(root).min_depth(1).filter(Some(Arc::new(Short))).iter().map(|e| e.unwrap().into_path()).collect();
+    /// assert_eq!(paths.len(), 2); // a, a/b; not a/b/file, not .hidden
+    /// ```
     pub fn filter(mut self, filter: Option<Arc<dyn EntryFilter>>) -> Self {
         self.cfg.filter = filter;
         self
@@ -548,19 +712,17 @@ pub(crate) struct Shared {
 impl Shared {
     fn new(b: &WalkBuilder) -> Self {
         let threads = if b.cfg.order == Order::Parallel { b.cfg.threads.max(1) } else { 1 };
-        // One worker runs serially, without the pool that could grow.
-        let io_depth = if threads > 1 { crate::io::pool_size(threads, b.cfg.io_depth) } else { 1 };
         let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
             let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024) as usize;
             // Each thread may hold a directory being read plus two for an
             // open by path; stdio and the caller need a few more.
-            limit.saturating_sub(16 + 4 * io_depth).min(4096)
+            limit.saturating_sub(16 + 4 * threads).min(4096)
         });
         let ignore = b.cfg.ignore.clone().map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
         let filters = b.cfg.filter.iter().cloned().chain(ignore).chain(b.cfg.hooks.iter().cloned());
         let filter = crate::hooks::Chain::of(filters);
         Shared {
-            cfg: Config { threads, io_depth, filter, ..b.cfg.clone() },
+            cfg: Config { threads, filter, ..b.cfg.clone() },
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
