@@ -75,6 +75,8 @@ pub trait Visitor: Send {
 pub(crate) struct Config {
     pub(crate) order: Order,
     pub(crate) threads: usize,
+    /// Most workers of a parallel walk once its reads wait on I/O (see `crate::io`).
+    pub(crate) io_depth: usize,
     pub(crate) min_depth: usize,
     pub(crate) max_depth: Option<usize>,
     pub(crate) follow_links: bool,
@@ -130,6 +132,7 @@ impl WalkBuilder {
             cfg: Config {
                 order: Order::default(),
                 threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                io_depth: crate::io::AUTO_IO_DEPTH,
                 min_depth: 0,
                 max_depth: None,
                 follow_links: false,
@@ -203,6 +206,31 @@ impl WalkBuilder {
     /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.cfg.threads = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        self
+    }
+
+    /// Most directory reads of a parallel walk that may wait on the file
+    /// system at once (0 means the default, 16). The walk starts with
+    /// [`threads`](Self::threads) workers and, only when it sees its reads
+    /// block (a cold cache, a network or FUSE mount), adds workers up to this
+    /// many: blocked threads cost no CPU, and each keeps one request in
+    /// flight. A depth at or below `threads` keeps the pool at `threads`.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut seen = 0;
+    /// WalkBuilder::new(dir.path()).threads(2).io_depth(64).visit(|| Count(0), |c| seen += c.0);
+    /// assert_eq!(seen, 1);
+    /// # use fnd_walk::{Chunk, Flow, Visitor};
+    /// # struct Count(usize);
+    /// # impl Visitor for Count {
+    /// #     fn visit(&mut self, chunk: &mut Chunk) -> Flow { self.0 += chunk.len(); Flow::Continue }
+    /// # }
+    /// ```
+    pub fn io_depth(mut self, n: usize) -> Self {
+        self.cfg.io_depth = if n == 0 { crate::io::AUTO_IO_DEPTH } else { n };
         self
     }
 
@@ -712,17 +740,19 @@ pub(crate) struct Shared {
 impl Shared {
     fn new(b: &WalkBuilder) -> Self {
         let threads = if b.cfg.order == Order::Parallel { b.cfg.threads.max(1) } else { 1 };
+        // One worker runs serially, without the pool that could grow.
+        let io_depth = if threads > 1 { crate::io::pool_size(threads, b.cfg.io_depth) } else { 1 };
         let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
             let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024) as usize;
             // Each thread may hold a directory being read plus two for an
             // open by path; stdio and the caller need a few more.
-            limit.saturating_sub(16 + 4 * threads).min(4096)
+            limit.saturating_sub(16 + 4 * io_depth).min(4096)
         });
         let ignore = b.cfg.ignore.clone().map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
         let filters = b.cfg.filter.iter().cloned().chain(ignore).chain(b.cfg.hooks.iter().cloned());
         let filter = crate::hooks::Chain::of(filters);
         Shared {
-            cfg: Config { threads, filter, ..b.cfg.clone() },
+            cfg: Config { threads, io_depth, filter, ..b.cfg.clone() },
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
