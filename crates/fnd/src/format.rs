@@ -110,7 +110,7 @@ pub(crate) use placeholder_help;
 pub const FORMAT_HELP: &str = concat!(
     "Print each result according to a template instead of its path.\n",
     placeholder_help!("of the current search result"),
-    "\n\nExample:\n\n      fnd -e rs --format '{size}\\t{}'"
+    "\n\nExample:\n\n      fnd -e rs --format '{size} {mtime} {}'"
 );
 
 #[derive(Clone, Debug, PartialEq, Eq)]
