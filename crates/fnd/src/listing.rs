@@ -42,7 +42,10 @@ pub struct Listing<'a> {
     cfg: &'a ListingConfig,
     plain: bool,
     out: Buffer<'a>,
+    /// Reused buffers: the printed prefix, a rendered text, its escaped
+    /// form, a path for a hyperlink.
     scratch: Vec<u8>,
+    text: Vec<u8>,
     escaped: Vec<u8>,
     link_scratch: Vec<u8>,
     painter: Painter,
@@ -55,6 +58,7 @@ impl<'a> Listing<'a> {
             plain: cfg.is_plain(),
             out: Buffer::new(stdout),
             scratch: Vec::new(),
+            text: Vec::new(),
             escaped: Vec::new(),
             link_scratch: Vec::new(),
             painter: Painter::default(),
@@ -87,28 +91,20 @@ impl<'a> Listing<'a> {
         let name = entry.name_bytes();
         if let Some(template) = &cfg.format {
             let prefix = printed_prefix(&cfg.path_style, chunk_prefix, name, &mut self.scratch);
-            let mut text = std::mem::take(&mut self.escaped);
-            text.clear();
-            template.render(entry, prefix, sep, &mut text);
-            push_terminal(escape, &text, buf);
-            self.escaped = text;
+            self.text.clear();
+            template.render(entry, prefix, sep, &mut self.text);
+            push_terminal(escape, &self.text, buf);
         } else if let Some(colors) = &cfg.colors {
             // fd colours the parent part as a directory, then the name in
             // its own style, then a directory's trailing separator.
             let prefix = printed_prefix(&cfg.path_style, chunk_prefix, name, &mut self.scratch);
             if !prefix.is_empty() {
-                let mut parent = std::mem::take(&mut self.escaped);
-                parent.clear();
-                push_with_separator(prefix, sep, &mut parent);
-                if escape {
-                    self.scratch.clear();
-                    push_escaped(&parent, &mut self.scratch);
-                    std::mem::swap(&mut parent, &mut self.scratch);
-                }
-                self.painter.paint(colors.directory(), &parent, buf);
-                self.escaped = parent;
+                self.text.clear();
+                push_with_separator(prefix, sep, &mut self.text);
+                let parent = terminal_text(escape, &self.text, &mut self.escaped);
+                self.painter.paint(colors.directory(), parent, buf);
             }
-            let text = terminal_text(escape, name, &mut self.scratch);
+            let text = terminal_text(escape, name, &mut self.escaped);
             self.painter.paint(colors.style_for(entry), text, buf);
             if is_dir {
                 self.painter.paint(colors.directory(), sep.unwrap_or(b"/"), buf);
