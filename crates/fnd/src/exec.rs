@@ -16,6 +16,7 @@ use std::thread::JoinHandle;
 use crossbeam_channel::{Receiver, Sender};
 use fnd_walk::EntryRef;
 
+use crate::error::print_error;
 use crate::format::Template;
 use crate::listing::printed_prefix;
 use crate::paths::PathStyle;
@@ -260,18 +261,13 @@ impl ExecSender {
     }
 }
 
-/// `[fnd error]: …` on stderr, in fd's form.
-pub fn print_error(msg: &str) {
-    eprintln!("[fnd error]: {msg}");
-}
-
 /// fd's messages for a command that could not run.
 fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
     match program {
         Some(p) if err.kind() == io::ErrorKind::NotFound => {
-            print_error(&format!("Command not found: {}", p.to_string_lossy()));
+            print_error(format_args!("Command not found: {}", p.to_string_lossy()));
         }
-        _ => print_error(&format!("Problem while executing command: {err}")),
+        _ => print_error(format_args!("Problem while executing command: {err}")),
     }
 }
 
