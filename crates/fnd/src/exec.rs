@@ -51,18 +51,12 @@ pub const EXEC_BATCH_HELP: &str = concat!(
     "- Find all *.rs files and count the lines with \"wc -l ...\":\n\n      fnd -e rs -X wc -l"
 );
 
-/// The command lines of `-x` and `-X`, one per occurrence (`-x a \\; -x b`).
-/// clap's derive cannot keep occurrences apart, so these two are declared by hand.
+/// The commands of `-x` or `-X`, one per occurrence (`-x a \\; -x b`),
+/// checked while the options are parsed, as fd does. clap's derive cannot
+/// keep occurrences apart, so these two options are declared by hand.
 #[derive(Debug, Default, Clone)]
 pub struct ExecArgs {
-    pub exec: Option<Vec<Vec<OsString>>>,
-    pub exec_batch: Option<Vec<Vec<OsString>>>,
-}
-
-impl ExecArgs {
-    pub fn is_some(&self) -> bool {
-        self.exec.is_some() || self.exec_batch.is_some()
-    }
+    pub config: Option<ExecConfig>,
 }
 
 impl clap::FromArgMatches for ExecArgs {
@@ -70,7 +64,13 @@ impl clap::FromArgMatches for ExecArgs {
         let occurrences = |id: &str| -> Option<Vec<Vec<OsString>>> {
             matches.get_occurrences::<OsString>(id).map(|occ| occ.map(|args| args.cloned().collect()).collect())
         };
-        Ok(ExecArgs { exec: occurrences("exec"), exec_batch: occurrences("exec_batch") })
+        let config = if let Some(commands) = occurrences("exec") {
+            Some(ExecConfig::each(&commands))
+        } else {
+            occurrences("exec_batch").map(|commands| ExecConfig::batch(&commands))
+        };
+        let config = config.transpose().map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg))?;
+        Ok(ExecArgs { config })
     }
 
     fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
@@ -143,6 +143,7 @@ impl CommandTemplate {
 }
 
 /// Everything `-x`/`-X` need; shared by every thread.
+#[derive(Debug, Clone)]
 pub struct ExecConfig {
     batch: bool,
     commands: Vec<CommandTemplate>,

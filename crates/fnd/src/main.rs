@@ -36,10 +36,7 @@ fn main() -> ExitCode {
             return Outcome::Error.exit_code();
         }
     };
-    let sink = match results::Sink::from_cli(&cli, &cfg) {
-        Ok(sink) => sink,
-        Err(msg) => <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::InvalidValue, msg).exit(),
-    };
+    let sink = results::Sink::from_cli(&cli, &cfg);
     let outcome = walk::run(cfg, &sink);
     if !sink.finish() {
         // A command failed or could not run: fd exits 1.

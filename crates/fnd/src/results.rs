@@ -28,14 +28,11 @@ enum Target {
 
 impl Sink {
     /// From the options: `-x`/`-X`/`-l` run commands, anything else prints.
-    /// Errors are usage errors (exit 2, as clap reports them).
-    pub fn from_cli(cli: &Cli, cfg: &Config) -> Result<Sink, String> {
+    pub fn from_cli(cli: &Cli, cfg: &Config) -> Sink {
         let terminal = std::io::stdout().is_terminal();
         let colored = cli.color.enabled(terminal);
-        let exec = if let Some(commands) = &cli.commands.exec {
-            Some(ExecConfig::each(commands)?)
-        } else if let Some(commands) = &cli.commands.exec_batch {
-            Some(ExecConfig::batch(commands)?)
+        let exec = if let Some(exec) = &cli.commands.config {
+            Some(exec.clone())
         } else if cli.list_details {
             Some(ExecConfig::list_details(colored))
         } else {
@@ -66,12 +63,12 @@ impl Sink {
                 crate::color::reset_terminal_on_interrupt();
             }
         }
-        Ok(Sink { stdout: Stdout::new(), target })
+        Sink { stdout: Stdout::new(), target }
     }
 
     /// Whether results feed a command (which keeps `./` prefixes, as in fd).
     pub fn cli_has_command(cli: &Cli) -> bool {
-        cli.commands.is_some() || cli.list_details
+        cli.commands.config.is_some() || cli.list_details
     }
 
     /// A writer for one walking thread.
