@@ -64,3 +64,14 @@ fn metadata_placeholders() {
     let looks_like_time = |s: &str| s.len() == 19 && s.as_bytes()[4] == b'-' && s.as_bytes()[13] == b':';
     assert!(looks_like_time(&got[0]), "{got:?}");
 }
+
+#[test]
+fn names_that_are_not_utf8_stay_bytes_when_piped() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = tree();
+    std::fs::write(t.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.c")), b"").unwrap();
+    let out = fnd(t.path()).args(["--format", "<{/.}>", "^bad"]).output().unwrap();
+    assert_eq!(out.stdout, b"<bad\xff>\n");
+    let out = fnd(t.path()).args(["^bad", "-x", "printf", "%s|", "{}", "{/}"]).output().unwrap();
+    assert_eq!(out.stdout, b"./bad\xff.c|bad\xff.c|");
+}
