@@ -4,7 +4,7 @@
 //! peak memory (VmHWM) is its own; the child times only the walk.
 //!
 //! ```text
-//! walk-bench [--runs N] [--threads T]... TREE...
+//! walk-bench [--runs N] [--threads T]... [--task count|size]... TREE...
 //! ```
 //!
 //! Prints, per tree, task and thread count, the median time and peak memory
@@ -28,11 +28,16 @@ fn main() {
     let mut runs = 7;
     let mut threads = Vec::new();
     let mut trees = Vec::new();
+    let mut tasks = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runs" => runs = args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| usage()),
             "--threads" => threads.push(args.next().and_then(|n| n.parse().ok()).unwrap_or_else(|| usage())),
+            "--task" => match args.next() {
+                Some(task) if TASKS.contains(&task.as_str()) => tasks.push(task),
+                _ => usage(),
+            },
             _ if arg.starts_with('-') => usage(),
             _ => trees.push(arg),
         }
@@ -44,8 +49,11 @@ fn main() {
         // 1: the same thread count as walkdir; 0: each library's default.
         threads = vec![1, 0];
     }
+    if tasks.is_empty() {
+        tasks = TASKS.map(String::from).to_vec();
+    }
     for tree in &trees {
-        for task in TASKS {
+        for task in &tasks {
             for &t in &threads {
                 compare(tree, task, t, runs);
             }
@@ -54,7 +62,7 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: walk-bench [--runs N] [--threads T]... TREE...   (T = 0: each library's default)");
+    eprintln!("usage: walk-bench [--runs N] [--threads T]... [--task count|size]... TREE...   (T = 0: each library's default)");
     std::process::exit(2);
 }
 
