@@ -26,7 +26,7 @@ use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, 
 use crate::cli::{Follow, Measure, Options, TimeKind};
 use crate::hardlinks::{self, Sighting};
 use crate::output::Output;
-use crate::tree::TreeNode;
+use crate::tree::{Root, TreeBuilder};
 
 /// Entries and bytes seen so far, for the progress line.
 #[derive(Default)]
@@ -68,7 +68,7 @@ pub struct Scan {
     pub grand_total: AtomicU64,
     grand_newest: AtomicI64,
     /// Each operand's tree, for `--tree` and `--json`.
-    pub trees: Mutex<Vec<TreeNode>>,
+    pub trees: Mutex<Vec<Root>>,
 }
 
 /// How much an entry counts, and its time (ns since the epoch) for `--time`.
@@ -257,7 +257,7 @@ impl Scan {
             self.trees
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(TreeNode::leaf(path, usage.amount));
+                .push(Root::leaf(path, usage.amount));
         }
     }
 
@@ -292,7 +292,7 @@ impl Scan {
                     self.trees
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .push(TreeNode::leaf(path, own.amount));
+                        .push(Root::leaf(path, own.amount));
                 }
             }
         }
@@ -354,7 +354,7 @@ pub struct Node {
     listed_files: AtomicU32,
     listed_dirs: AtomicU32,
     subdirs: Mutex<Subdirs>,
-    tree: Option<Mutex<Vec<TreeNode>>>,
+    tree: Option<Mutex<TreeBuilder>>,
     finished: bool,
 }
 
@@ -402,7 +402,7 @@ impl Node {
         if let Some(tree) = &self.tree {
             tree.lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(TreeNode::leaf(name, usage.amount));
+                .leaf(name, usage.amount);
         }
     }
 
@@ -431,7 +431,7 @@ impl Node {
                 }
             }
             if let Some(t) = &mut tree {
-                t.push(TreeNode::leaf(&s.name, s.own.amount));
+                t.leaf(&s.name, s.own.amount);
             }
         }
         let local = *self.local.get_mut();
@@ -452,20 +452,20 @@ impl Node {
         if !lines.is_empty() {
             scan.out.write(&lines);
         }
-        let tree = tree.map(|children| TreeNode::dir(self.name.take().unwrap_or_default(), total.amount, children));
+        let name = self.name.take().unwrap_or_default();
         match self.parent.take() {
             Some(parent) => {
                 parent.below.fetch_add(total.amount, Relaxed);
                 parent.newest.fetch_max(newest, Relaxed);
-                if let (Some(t), Some(pt)) = (tree, &parent.tree) {
-                    pt.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+                if let (Some(kids), Some(pt)) = (tree, &parent.tree) {
+                    pt.lock().unwrap_or_else(|e| e.into_inner()).dir(&name, total.amount, kids);
                 }
                 Some(parent)
             }
             None => {
                 scan.add_grand_total(total);
-                if let Some(t) = tree {
-                    scan.trees.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+                if let Some(kids) = tree {
+                    scan.trees.lock().unwrap_or_else(|e| e.into_inner()).push(Root::new(&name, kids.into_node(total.amount)));
                 }
                 None
             }
@@ -543,7 +543,7 @@ impl EntryFilter for DuFilter {
             listed_files: AtomicU32::new(0),
             listed_dirs: AtomicU32::new(0),
             subdirs: Mutex::new(Subdirs::default()),
-            tree: keep_tree.then(|| Mutex::new(Vec::new())),
+            tree: keep_tree.then(|| Mutex::new(TreeBuilder::default())),
             finished: false,
         };
         Some(Arc::new(node))
@@ -603,7 +603,7 @@ struct DuVisitor {
     next_index: u32,
     lines: Vec<u8>,
     links: Vec<Sighting>,
-    leaves: Vec<TreeNode>,
+    leaves: TreeBuilder,
 }
 
 impl DuVisitor {
@@ -614,7 +614,7 @@ impl DuVisitor {
             next_index: 0,
             lines: Vec::new(),
             links: Vec::new(),
-            leaves: Vec::new(),
+            leaves: TreeBuilder::default(),
         }
     }
 
@@ -685,7 +685,7 @@ impl Visitor for DuVisitor {
                 scan.line(&mut self.lines, usage, &path);
             }
             if node.tree.is_some() {
-                self.leaves.push(TreeNode::leaf(entry.name_bytes(), usage.amount));
+                self.leaves.leaf(entry.name_bytes(), usage.amount);
             }
         }
         node.add(sum);

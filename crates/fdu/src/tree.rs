@@ -12,30 +12,94 @@ use std::collections::BinaryHeap;
 use crate::cli::TreeOptions;
 use crate::format::SizeFormat;
 
-/// One entry of a scanned tree.
+/// One entry of a scanned tree: 24 bytes, its name kept in its parent's
+/// packed name buffer (so a file costs 24 bytes plus its name's bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeNode {
-    pub name: Box<[u8]>,
     pub amount: u64,
-    /// Empty for files (and for directories with nothing in them).
-    pub children: Box<[TreeNode]>,
+    name_start: u32,
+    name_len: u32,
+    kids: Option<Box<Kids>>,
+}
+
+/// A directory's entries: their names end to end, and the entries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Kids {
+    names: Box<[u8]>,
+    nodes: Box<[TreeNode]>,
 }
 
 impl TreeNode {
-    pub fn leaf(name: &[u8], amount: u64) -> TreeNode {
-        TreeNode {
-            name: name.into(),
-            amount,
-            children: Box::new([]),
-        }
+    /// The entries inside, with their names.
+    pub fn children(&self) -> impl ExactSizeIterator<Item = (&[u8], &TreeNode)> + '_ {
+        let (names, nodes): (&[u8], &[TreeNode]) = match &self.kids {
+            Some(k) => (&k.names, &k.nodes),
+            None => (&[], &[]),
+        };
+        nodes.iter().map(move |n| (&names[n.name_start as usize..(n.name_start + n.name_len) as usize], n))
     }
 
-    pub fn dir(name: Box<[u8]>, amount: u64, children: Vec<TreeNode>) -> TreeNode {
-        TreeNode {
-            name,
-            amount,
-            children: children.into_boxed_slice(),
-        }
+    fn child(&self, index: usize) -> (&[u8], &TreeNode) {
+        let k = self.kids.as_ref().expect("index of an existing child");
+        let n = &k.nodes[index];
+        (&k.names[n.name_start as usize..(n.name_start + n.name_len) as usize], n)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kids.is_none()
+    }
+}
+
+/// A directory's entries as the scan gathers them.
+#[derive(Debug, Default)]
+pub struct TreeBuilder {
+    names: Vec<u8>,
+    nodes: Vec<TreeNode>,
+}
+
+impl TreeBuilder {
+    pub fn leaf(&mut self, name: &[u8], amount: u64) {
+        self.dir(name, amount, TreeBuilder::default());
+    }
+
+    /// A directory whose entries are in `kids`.
+    pub fn dir(&mut self, name: &[u8], amount: u64, kids: TreeBuilder) {
+        let name_start = self.names.len() as u32;
+        self.names.extend_from_slice(name);
+        self.nodes.push(TreeNode { amount, name_start, name_len: name.len() as u32, kids: kids.build() });
+    }
+
+    /// Move `other`'s entries here (a worker's batch into its directory).
+    pub fn append(&mut self, other: &mut TreeBuilder) {
+        let base = self.names.len() as u32;
+        self.names.append(&mut other.names);
+        self.nodes.extend(other.nodes.drain(..).map(|n| TreeNode { name_start: n.name_start + base, ..n }));
+    }
+
+    fn build(self) -> Option<Box<Kids>> {
+        (!self.nodes.is_empty()).then(|| Box::new(Kids { names: self.names.into_boxed_slice(), nodes: self.nodes.into_boxed_slice() }))
+    }
+
+    /// The node of a directory holding these entries.
+    pub fn into_node(self, amount: u64) -> TreeNode {
+        TreeNode { amount, name_start: 0, name_len: 0, kids: self.build() }
+    }
+}
+
+/// An operand's tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root {
+    pub name: Box<[u8]>,
+    pub node: TreeNode,
+}
+
+impl Root {
+    pub fn new(name: &[u8], node: TreeNode) -> Root {
+        Root { name: name.into(), node }
+    }
+
+    pub fn leaf(name: &[u8], amount: u64) -> Root {
+        Root::new(name, TreeBuilder::default().into_node(amount))
     }
 }
 
@@ -48,12 +112,12 @@ pub fn terminal_size() -> (usize, usize) {
 }
 
 /// Render `root` into `out`.
-pub fn render(root: &TreeNode, opts: &TreeOptions, size: &SizeFormat, out: &mut Vec<u8>) {
-    let shown = select(root, opts);
-    let total = root.amount.max(1);
+pub fn render(root: &Root, opts: &TreeOptions, size: &SizeFormat, out: &mut Vec<u8>) {
+    let shown = select(&root.node, opts);
+    let total = root.node.amount.max(1);
     let mut rows = Vec::new();
     let mut indent = String::new();
-    collect(root, &[], &shown, 0, &mut indent, true, &mut rows);
+    collect(&root.name, &root.node, &[], &shown, 0, &mut indent, true, &mut rows);
     let size_width = rows.iter().map(|r| size.to_string(r.amount).len()).max().unwrap_or(0);
     for row in rows {
         let text = size.to_string(row.amount);
@@ -80,7 +144,7 @@ fn select(root: &TreeNode, opts: &TreeOptions) -> std::collections::HashSet<Vec<
         }
         let node = walk(root, &path);
         if path.len() < opts.depth {
-            for (i, c) in node.children.iter().enumerate() {
+            for (i, (_, c)) in node.children().enumerate() {
                 let mut p = path.clone();
                 p.push(i as u32);
                 heap.push((c.amount, Reverse(p)));
@@ -92,7 +156,7 @@ fn select(root: &TreeNode, opts: &TreeOptions) -> std::collections::HashSet<Vec<
 }
 
 fn walk<'a>(root: &'a TreeNode, path: &[u32]) -> &'a TreeNode {
-    path.iter().fold(root, |n, &i| &n.children[i as usize])
+    path.iter().fold(root, |n, &i| n.child(i as usize).1)
 }
 
 struct Row {
@@ -101,7 +165,9 @@ struct Row {
     amount: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn collect(
+    name: &[u8],
     node: &TreeNode,
     path: &[u32],
     shown: &std::collections::HashSet<Vec<u32>>,
@@ -117,14 +183,9 @@ fn collect(
     } else {
         "├─ "
     };
-    rows.push(Row {
-        indent: format!("{indent}{branch}"),
-        name: node.name.clone(),
-        amount: node.amount,
-    });
-    let mut kids: Vec<(usize, &TreeNode)> = node
-        .children
-        .iter()
+    rows.push(Row { indent: format!("{indent}{branch}"), name: name.into(), amount: node.amount });
+    let mut kids: Vec<(usize, (&[u8], &TreeNode))> = node
+        .children()
         .enumerate()
         .filter(|(i, _)| {
             let mut p = path.to_vec();
@@ -132,16 +193,16 @@ fn collect(
             shown.contains(&p)
         })
         .collect();
-    kids.sort_by(|a, b| b.1.amount.cmp(&a.1.amount).then_with(|| a.1.name.cmp(&b.1.name)));
+    kids.sort_by(|a, b| b.1 .1.amount.cmp(&a.1 .1.amount).then_with(|| a.1 .0.cmp(b.1 .0)));
     let saved = indent.len();
     if depth > 0 {
         indent.push_str(if last { "   " } else { "│  " });
     }
     let n = kids.len();
-    for (k, (i, child)) in kids.into_iter().enumerate() {
+    for (k, (i, (child_name, child))) in kids.into_iter().enumerate() {
         let mut p = path.to_vec();
         p.push(i as u32);
-        collect(child, &p, shown, depth + 1, indent, k + 1 == n, rows);
+        collect(child_name, child, &p, shown, depth + 1, indent, k + 1 == n, rows);
     }
     indent.truncate(saved);
 }
@@ -161,14 +222,12 @@ mod tests {
 
     #[test]
     fn shows_largest_entries_under_their_parents() {
-        let tree = TreeNode::dir(
-            b"root"[..].into(),
-            100,
-            vec![
-                TreeNode::leaf(b"small", 10),
-                TreeNode::dir(b"big"[..].into(), 90, vec![TreeNode::leaf(b"inner", 80)]),
-            ],
-        );
+        let mut big = TreeBuilder::default();
+        big.leaf(b"inner", 80);
+        let mut top = TreeBuilder::default();
+        top.leaf(b"small", 10);
+        top.dir(b"big", 90, big);
+        let tree = Root::new(b"root", top.into_node(100));
         let mut out = Vec::new();
         let opts = TreeOptions {
             depth: 5,

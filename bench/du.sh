@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Hot-cache disk-usage benchmark: `fdu -s` against the serial stat floor
+# (`floor -s`: openat + getdents64 + one fstatat per entry), GNU `du -s`, and
+# whichever of diskus, pdu, dust, dua and gdu are installed.
+#
+# Usage: bench/du.sh [--runs N] [--dir DIR] [TREE...]
+#   TREE      trees under DIR (default: src million)
+#   --dir DIR where the trees are (default $FND_BENCH_DIR, else /data/trees;
+#             bench/run.sh makes them with bench/mktree.py)
+#   --runs N  timed runs per command (default 10)
+# Environment: FDU (the fdu binary; default: built here with cargo --release).
+#
+# One hyperfine run per tree over all commands (warm-up runs first; output to
+# /dev/null: a summary is one line), then each median as a ratio to the
+# floor, and each command's peak RSS from one more run.
+# Installing the others: apt-get install gdu; cargo install --locked diskus
+# parallel-disk-usage du-dust dua-cli (many CPU minutes).
+# Not run by CI: timings need a quiet machine and the trees are large.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dir=${FND_BENCH_DIR:-/data/trees}
+runs=10
+trees=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --runs) runs=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -*) echo "du.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+        *) trees+=("$1"); shift ;;
+    esac
+done
+[ ${#trees[@]} -gt 0 ] || trees=(src million)
+for tool in hyperfine python3 cc; do
+    command -v "$tool" >/dev/null || { echo "du.sh: $tool is missing" >&2; exit 1; }
+done
+
+bin=$repo/target/bench
+mkdir -p "$bin"
+cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
+if [ -z "${FDU:-}" ]; then
+    (cd "$repo" && cargo build --release --quiet -p fdu)
+    FDU=${CARGO_TARGET_DIR:-$repo/target}/release/fdu
+fi
+case $FDU in */*) FDU=$(realpath "$FDU") ;; esac
+
+export PATH="$HOME/.cargo/bin:$PATH"
+others=()
+add() { # name command...: benchmarked when the tool is installed
+    local name=$1
+    shift
+    if command -v "$1" >/dev/null; then others+=(-n "$name" "$*"); else echo "note: $1 not installed; left out" >&2; fi
+}
+add "du -s" du -s .
+add diskus diskus .
+add pdu pdu --max-depth=1 --quantity=block-size .
+add dust dust -d 0 .
+add dua dua aggregate .
+add gdu gdu --non-interactive --summarize --no-progress .
+
+echo "fdu: $("$FDU" --version)"
+echo "machine: $(nproc) cores, kernel $(uname -r), trees on $(df -T "$dir" | awk 'NR==2 {print $2}')"
+for name in "${trees[@]}"; do
+    tree=$dir/$name
+    [ -d "$tree" ] || { echo "du.sh: no tree $tree (make it with bench/mktree.py $name $tree)" >&2; exit 1; }
+    cmds=(-n "floor -s" "$bin/floor -s ." -n "fdu -s" "$FDU -s ." "${others[@]}")
+    json=$(mktemp /tmp/du-bench-XXXXXX.json)
+    echo
+    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    (cd "$tree" && hyperfine -N --style basic --warmup 2 --runs "$runs" --output=null --export-json "$json" "${cmds[@]}" >/dev/null)
+    rss=()
+    for ((i = 0; i < ${#cmds[@]}; i += 3)); do
+        rss+=("$(cd "$tree" && /usr/bin/time -f %M sh -c "${cmds[i + 2]} >/dev/null" 2>&1 | tail -1)")
+    done
+    python3 - "$json" "${rss[@]}" <<'PY'
+import json, statistics, sys
+results = json.load(open(sys.argv[1]))["results"]
+rss = sys.argv[2:]
+floor = statistics.median(results[0]["times"])
+print(f"{'command':<10} {'median ms':>10} {'x floor':>8} {'peak RSS MiB':>13}")
+for i, r in enumerate(results):
+    median = statistics.median(r["times"])
+    try:
+        mib = f"{int(rss[i]) / 1024:.1f}"
+    except (IndexError, ValueError):
+        mib = "-"
+    print(f"{r['command']:<10} {median * 1000:>10.1f} {median / floor:>8.2f} {mib:>13}")
+PY
+    rm -f "$json"
+done
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
