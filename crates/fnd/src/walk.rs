@@ -41,6 +41,10 @@ impl EntryFilter for Finder {
         self.ignore.as_ref().and_then(|i| i.enter(dir, parent))
     }
 
+    fn probe_names(&self) -> &[Vec<u8>] {
+        self.ignore.as_ref().map_or(&[], |i| i.probe_names())
+    }
+
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
         let base = match &self.ignore {
             Some(ignore) => ignore.decide(state, entry),
@@ -184,6 +188,10 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     builder.visit(|| Printer { shared: &shared, out: sink.writer() }, drop);
     if let Some(errno) = stdout.failure() {
         print_error(format_args!("Could not write to output: {}", std::io::Error::from(errno)));
+        return Outcome::Error;
+    }
+    if stdout.is_broken() {
+        // The reader went away (`fnd | head -1`): fd exits 1 without a word.
         return Outcome::Error;
     }
     if cfg.quiet {

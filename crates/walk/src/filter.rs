@@ -19,6 +19,10 @@ pub struct DirInfo<'a> {
     pub depth: usize,
     /// The open directory, for `openat` of files inside it (`.gitignore`, say).
     pub fd: BorrowedFd<'a>,
+    /// For each of the filter's [`probe_names`](EntryFilter::probe_names):
+    /// whether the directory lists it. `None` when the walk did not look
+    /// (the filter then has to try the names itself).
+    pub present: Option<&'a [bool]>,
 }
 
 /// An entry as the directory listed it, before it is put in a chunk.
@@ -65,4 +69,12 @@ pub trait EntryFilter: Send + Sync {
 
     /// Decide for one entry of a directory whose state `enter` returned.
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision;
+
+    /// Names whose presence `enter` wants to know (`.gitignore`, say). When
+    /// there are some, the walk lists a directory before entering it and
+    /// tells [`DirInfo::present`], which spares a failed `openat` per name
+    /// and directory.
+    fn probe_names(&self) -> &[Vec<u8>] {
+        &[]
+    }
 }

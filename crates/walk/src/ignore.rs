@@ -170,7 +170,18 @@ impl IgnoreBuilder {
         } else {
             Gitignore::empty()
         };
-        let mut filter = IgnoreFilter { opts: self, global, roots: HashMap::new() };
+        let mut probes: Vec<Vec<u8>> = self.custom_names.iter().map(|n| n.as_bytes().to_vec()).collect();
+        for (wanted, name) in [
+            (self.dot_ignore, &b".ignore"[..]),
+            (self.git_ignore, b".gitignore"),
+            (self.checks_git() || self.git_exclude, b".git"),
+            (self.checks_git(), b".jj"),
+        ] {
+            if wanted {
+                probes.push(name.to_vec());
+            }
+        }
+        let mut filter = IgnoreFilter { opts: self, probes, global, roots: HashMap::new() };
         for root in roots {
             let path = root.as_ref();
             let above = filter.levels_above(path);
@@ -227,17 +238,45 @@ impl Level {
 #[derive(Debug)]
 pub struct IgnoreFilter {
     opts: IgnoreBuilder,
+    /// The names a directory's listing is checked for before it is entered.
+    probes: Vec<Vec<u8>>,
     global: Gitignore,
     /// Per root path: the chain of the directories above it.
     roots: HashMap<Vec<u8>, Option<Arc<Level>>>,
 }
 
 /// An ignore file's contents, read relative to a directory descriptor.
-fn read_at(dir: BorrowedFd<'_>, name: &[u8]) -> Option<Vec<u8>> {
-    let fd = rustix::fs::openat(dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-    let mut bytes = Vec::new();
-    std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+/// Files of one directory, looked up relative to its descriptor; names the
+/// walk's listing says are absent are not tried at all.
+struct Lookup<'a> {
+    dir: BorrowedFd<'a>,
+    probes: &'a [Vec<u8>],
+    present: Option<&'a [bool]>,
+}
+
+impl Lookup<'_> {
+    /// Might `name` (or, for a path, its first component) exist?
+    fn may_exist(&self, name: &[u8]) -> bool {
+        let first = name.split(|&b| b == b'/').next().unwrap_or(name);
+        match (self.present, self.probes.iter().position(|p| p.as_slice() == first)) {
+            (Some(present), Some(i)) => present[i],
+            _ => true,
+        }
+    }
+
+    fn read(&self, name: &[u8]) -> Option<Vec<u8>> {
+        if !self.may_exist(name) {
+            return None;
+        }
+        let fd = rustix::fs::openat(self.dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        let mut bytes = Vec::new();
+        std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
+        Some(bytes)
+    }
+
+    fn exists(&self, name: &[u8]) -> bool {
+        self.may_exist(name) && exists_at(self.dir, name)
+    }
 }
 
 fn exists_at(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
@@ -245,10 +284,10 @@ fn exists_at(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
 }
 
 /// Rules from the files `names` (in `dir`), patterns relative to `base`.
-fn rules_from(dir: BorrowedFd<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignore> {
+fn rules_from(dir: &Lookup<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignore> {
     let mut builder: Option<GitignoreBuilder> = None;
     for name in names {
-        let Some(bytes) = read_at(dir, name) else { continue };
+        let Some(bytes) = dir.read(name) else { continue };
         let b = builder.get_or_insert_with(|| GitignoreBuilder::new(OsStr::from_bytes(base)));
         let mut from = base.to_vec();
         from.push(b'/');
@@ -269,7 +308,7 @@ use std::os::unix::ffi::OsStringExt;
 
 impl IgnoreFilter {
     /// Read the rules of one directory, open as `dir`, spelt `path`.
-    fn rules_of(&self, dir: BorrowedFd<'_>, path: &[u8], has_git_dir: bool) -> Rules {
+    fn rules_of(&self, dir: &Lookup<'_>, path: &[u8], has_git_dir: bool) -> Rules {
         let o = &self.opts;
         let mut rules = Rules::default();
         if !o.custom_names.is_empty() {
@@ -288,11 +327,12 @@ impl IgnoreFilter {
         rules
     }
 
-    fn level(&self, dir: BorrowedFd<'_>, path: &[u8], parent: Option<Arc<Level>>, above_root: bool, root: Arc<RootInfo>) -> Level {
+    fn level(&self, dir: BorrowedFd<'_>, present: Option<&[bool]>, path: &[u8], parent: Option<Arc<Level>>, above_root: bool, root: Arc<RootInfo>) -> Level {
         let o = &self.opts;
-        let git_dir = (o.checks_git() || o.git_exclude) && exists_at(dir, b".git");
-        let has_git = o.checks_git() && (git_dir || exists_at(dir, b".jj"));
-        let rules = if !above_root || o.parents { self.rules_of(dir, path, git_dir) } else { Rules::default() };
+        let dir = Lookup { dir, probes: &self.probes, present };
+        let git_dir = (o.checks_git() || o.git_exclude) && dir.exists(b".git");
+        let has_git = o.checks_git() && (git_dir || dir.exists(b".jj"));
+        let rules = if !above_root || o.parents { self.rules_of(&dir, path, git_dir) } else { Rules::default() };
         let any_git = has_git || parent.as_ref().is_some_and(|p| p.any_git);
         Level { parent, rules, has_git, any_git, above_root, root }
     }
@@ -316,7 +356,7 @@ impl IgnoreFilter {
             let Ok(fd) = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
                 continue;
             };
-            let level = self.level(fd.as_fd(), dir.as_os_str().as_bytes(), chain.take(), true, info.clone());
+            let level = self.level(fd.as_fd(), None, dir.as_os_str().as_bytes(), chain.take(), true, info.clone());
             chain = Some(Arc::new(level));
         }
         chain
@@ -372,6 +412,14 @@ thread_local! {
 }
 
 impl EntryFilter for IgnoreFilter {
+    fn probe_names(&self) -> &[Vec<u8>] {
+        if self.has_rules() {
+            &self.probes
+        } else {
+            &[]
+        }
+    }
+
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
         let parent = parent.and_then(|p| p.clone().downcast::<Level>().ok());
         let (parent, root) = match parent {
@@ -388,7 +436,7 @@ impl EntryFilter for IgnoreFilter {
         if !self.has_rules() {
             return None;
         }
-        let level = self.level(dir.fd, dir.path, parent.clone(), false, root);
+        let level = self.level(dir.fd, dir.present, dir.path, parent.clone(), false, root);
         if level.rules.is_empty() && !level.has_git {
             // Nothing new here: the children share the parent's chain.
             if let Some(p) = parent {

@@ -43,11 +43,19 @@ pub(crate) struct Reader {
     children: Vec<Child>,
     /// Buffers of the last chunk, to be reused by the next one.
     spare: Option<Chunk>,
+    /// A directory listed whole before its entries are handed out.
+    listing: Listing,
 }
 
 impl Reader {
     pub(crate) fn new() -> Self {
-        Reader { buf: vec![MaybeUninit::uninit(); GETDENTS_BUF], child_names: Vec::new(), children: Vec::new(), spare: None }
+        Reader {
+            buf: vec![MaybeUninit::uninit(); GETDENTS_BUF],
+            child_names: Vec::new(),
+            children: Vec::new(),
+            spare: None,
+            listing: Listing::default(),
+        }
     }
 
     fn chunk_for(&mut self, dir: Arc<Dir>) -> Chunk {
@@ -108,15 +116,23 @@ impl Reader {
         if is_root && cfg.max_depth == Some(0) {
             return Flow::Continue;
         }
+        let mut listed = false;
         if let Some(filter) = &cfg.filter {
-            let info = DirInfo { path: &path, depth, fd: fd.as_fd() };
+            let probes = filter.probe_names();
+            let mut present = Vec::new();
+            if !probes.is_empty() {
+                self.listing.read(fd.as_fd(), &mut self.buf);
+                listed = true;
+                present.extend(probes.iter().map(|p| self.listing.contains(p)));
+            }
+            let info = DirInfo { path: &path, depth, fd: fd.as_fd(), present: listed.then_some(&present[..]) };
             let parent_state = dir.parent.as_ref().and_then(|p| p.filter_state.as_ref());
             dir.filter_state = filter.enter(&info, parent_state);
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
         let raw = into_raw(fd);
-        let flow = self.read_entries(shared, &dir, raw, visitor);
+        let flow = self.read_entries(shared, &dir, raw, visitor, listed);
         let children = std::mem::take(&mut self.children);
         let closed = dir.settle_fd(if flow == Flow::Stop { 0 } else { children.len() }, shared);
         let keeps_fd = closed.is_none();
@@ -133,7 +149,9 @@ impl Reader {
         flow
     }
 
-    fn read_entries<V: Visitor>(&mut self, shared: &Shared, dir: &Arc<Dir>, raw_fd: i32, visitor: &mut V) -> Flow {
+    /// Read (or, when `listed`, replay from `self.listing`) the entries of
+    /// `dir` and hand them out.
+    fn read_entries<V: Visitor>(&mut self, shared: &Shared, dir: &Arc<Dir>, raw_fd: i32, visitor: &mut V, listed: bool) -> Flow {
         let cfg = &shared.cfg;
         // SAFETY: `dir` keeps raw_fd open until `settle_fd`, after this returns.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw_fd) };
@@ -143,8 +161,8 @@ impl Reader {
         let chunk_size = if cfg.sort.is_some() { usize::MAX } else { cfg.chunk_size };
         let mut chunk = self.chunk_for(dir.clone());
         chunk.fd = raw_fd;
-        let mut raw = RawDir::new(fd, &mut self.buf);
-        while let Some(item) = raw.next() {
+        let mut source = if listed { Source::Listed(self.listing.replay()) } else { Source::Raw(RawDir::new(fd, &mut self.buf)) };
+        while let Some(item) = source.next() {
             let entry = match item {
                 Ok(e) => e,
                 Err(e) => {
@@ -155,14 +173,14 @@ impl Reader {
                     break;
                 }
             };
-            let name = entry.file_name().to_bytes();
+            let name = entry.name();
             if name == b"." || name == b".." {
                 continue;
             }
             if cfg.skip_hidden && name[0] == b'.' {
                 continue;
             }
-            let mut file_type = FileType::from_rustix(entry.file_type());
+            let mut file_type = entry.file_type();
             if file_type == FileType::Unknown {
                 file_type = match rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) => Metadata::from_stat(&st).file_type(),
@@ -304,4 +322,110 @@ fn find_ancestor(dir: &Arc<Dir>, dev: u64, ino: u64) -> Option<&Dir> {
         cur = d.parent.as_ref();
     }
     None
+}
+
+/// One entry as the directory listed it.
+enum Listed<'a> {
+    Raw(rustix::fs::RawDirEntry<'a>),
+    Kept { name: &'a [u8], file_type: FileType, ino: u64 },
+}
+
+impl Listed<'_> {
+    fn name(&self) -> &[u8] {
+        match self {
+            Listed::Raw(e) => e.file_name().to_bytes(),
+            Listed::Kept { name, .. } => name,
+        }
+    }
+
+    fn file_type(&self) -> FileType {
+        match self {
+            Listed::Raw(e) => FileType::from_rustix(e.file_type()),
+            Listed::Kept { file_type, .. } => *file_type,
+        }
+    }
+
+    fn ino(&self) -> u64 {
+        match self {
+            Listed::Raw(e) => e.ino(),
+            Listed::Kept { ino, .. } => *ino,
+        }
+    }
+}
+
+/// A whole directory listing kept in memory: read before a filter's `enter`
+/// (which wants to know which names exist), then replayed as if read again.
+#[derive(Default)]
+struct Listing {
+    names: Vec<u8>,
+    items: Vec<(u32, u32, FileType, u64)>,
+    /// The error that ended the listing early, replayed after its entries.
+    error: Option<Errno>,
+}
+
+impl Listing {
+    fn read(&mut self, fd: std::os::fd::BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) {
+        self.names.clear();
+        self.items.clear();
+        self.error = None;
+        let mut raw = RawDir::new(fd, buf);
+        while let Some(item) = raw.next() {
+            match item {
+                Ok(e) => {
+                    let name = e.file_name().to_bytes();
+                    let start = self.names.len() as u32;
+                    self.names.extend_from_slice(name);
+                    self.items.push((start, name.len() as u32, FileType::from_rustix(e.file_type()), e.ino()));
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    break;
+                }
+            }
+        }
+    }
+
+    fn contains(&self, name: &[u8]) -> bool {
+        self.items.iter().any(|&(start, len, _, _)| &self.names[start as usize..(start + len) as usize] == name)
+    }
+
+    fn replay(&self) -> Replay<'_> {
+        Replay { listing: self, next: 0 }
+    }
+}
+
+struct Replay<'a> {
+    listing: &'a Listing,
+    next: usize,
+}
+
+/// Where a directory's entries come from: the kernel, or a listing read before.
+enum Source<'a> {
+    Raw(RawDir<'a, std::os::fd::BorrowedFd<'a>>),
+    Listed(Replay<'a>),
+}
+
+impl Source<'_> {
+    fn next(&mut self) -> Option<Result<Listed<'_>, Errno>> {
+        match self {
+            Source::Raw(raw) => raw.next().map(|item| {
+                item.map(Listed::Raw)
+            }),
+            Source::Listed(replay) => {
+                let listing = replay.listing;
+                match listing.items.get(replay.next) {
+                    Some(&(start, len, file_type, ino)) => {
+                        replay.next += 1;
+                        Some(Ok(Listed::Kept { name: &listing.names[start as usize..(start + len) as usize], file_type, ino }))
+                    }
+                    None => {
+                        // The error, if any, comes once, after the entries read before it.
+                        let error = listing.error.filter(|_| replay.next != usize::MAX);
+                        replay.next = usize::MAX;
+                        error.map(Err)
+                    }
+                }
+            }
+        }
+    }
 }
