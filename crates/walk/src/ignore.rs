@@ -215,6 +215,8 @@ struct Level {
     has_git: bool,
     /// This level or one above it is a repository root.
     any_git: bool,
+    /// This level or one above it has rules of its own.
+    any_rules: bool,
     /// A directory above the walk's root: its patterns see absolute paths.
     above_root: bool,
     root: Arc<RootInfo>,
@@ -334,7 +336,8 @@ impl IgnoreFilter {
         let has_git = o.checks_git() && (git_dir || dir.exists(b".jj"));
         let rules = if !above_root || o.parents { self.rules_of(&dir, path, git_dir) } else { Rules::default() };
         let any_git = has_git || parent.as_ref().is_some_and(|p| p.any_git);
-        Level { parent, rules, has_git, any_git, above_root, root }
+        let any_rules = !rules.is_empty() || parent.as_ref().is_some_and(|p| p.any_rules);
+        Level { parent, rules, has_git, any_git, any_rules, above_root, root }
     }
 
     /// The chain of levels for the directories above `root`, outermost first.
@@ -448,7 +451,12 @@ impl EntryFilter for IgnoreFilter {
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
         let is_dir = entry.is_dir();
-        let needs_path = self.opts.overrides.is_some() || state.is_some() || !self.opts.explicit.is_empty();
+        let level = state.and_then(|s| s.downcast_ref::<Level>());
+        // Most directories of most trees have no rule above them: no path to build then.
+        let needs_path = self.opts.overrides.is_some()
+            || !self.opts.explicit.is_empty()
+            || !self.global.is_empty()
+            || level.is_some_and(|l| l.any_rules);
         let verdict = if needs_path {
             PATH_BUF.with_borrow_mut(|buf| {
                 buf.clear();
@@ -461,7 +469,7 @@ impl EntryFilter for IgnoreFilter {
                         return m.map(|_| ());
                     }
                 }
-                match state.and_then(|s| s.downcast_ref::<Level>()) {
+                match level {
                     Some(level) => self.matched(level, buf, is_dir),
                     None => Match::None,
                 }
