@@ -62,7 +62,8 @@ fn main() -> ExitCode {
     if let Some(file) = &opts.from_json {
         return show_saved_tree(file, &opts);
     }
-    let (operands, mut failed) = operands(&opts);
+    let (mut operands, mut failed) = operands(&opts);
+    operands.iter_mut().for_each(trim_trailing_slashes);
     let follow_operands = opts.follow != Follow::Never;
     let metas: Vec<std::io::Result<fnd_walk::Metadata>> = operands
         .iter()
@@ -122,6 +123,15 @@ fn main() -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// fts keeps one trailing slash of several (`d//` is walked and printed as `d/`).
+fn trim_trailing_slashes(path: &mut Vec<u8>) {
+    if path.len() > 2 && path.ends_with(b"/") {
+        while path.len() > 1 && path[path.len() - 2] == b'/' {
+            path.pop();
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use rustix::io::Errno;
+use std::io::Write;
+use std::os::fd::FromRawFd;
 
 /// Write once this much is buffered.
 const FLUSH_AT: usize = 1 << 20;
@@ -52,24 +53,19 @@ impl Output {
         self.closed.load(Ordering::Relaxed)
     }
 
-    fn write_out(&self, mut bytes: &[u8]) {
-        if self.closed() {
+    fn write_out(&self, bytes: &[u8]) {
+        if self.closed() || bytes.is_empty() {
             return;
         }
-        let out = rustix::stdio::stdout();
-        while !bytes.is_empty() {
-            match rustix::io::write(out, bytes) {
-                Ok(n) => bytes = &bytes[n..],
-                Err(Errno::INTR) => {}
-                Err(e) => {
-                    if e != Errno::PIPE {
-                        self.failed.store(true, Ordering::Relaxed);
-                        crate::report(&format!("write error: {}", crate::error_text(&e.into())));
-                    }
-                    self.closed.store(true, Ordering::Relaxed);
-                    return;
-                }
+        // SAFETY: descriptor 1 is open for the life of the process, and
+        // ManuallyDrop never closes it; `File` has no buffer of its own.
+        let mut stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+        if let Err(e) = stdout.write_all(bytes) {
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                self.failed.store(true, Ordering::Relaxed);
+                crate::report(&format!("write error: {}", crate::error_text(&e)));
             }
+            self.closed.store(true, Ordering::Relaxed);
         }
     }
 }
