@@ -30,6 +30,15 @@ fn exec_appends_the_path_and_keeps_dot_slash() {
 }
 
 #[test]
+fn each_commands_output_stays_together() {
+    let t = tree();
+    let script = "printf 1; sleep 0.05; printf '2\\n'; printf e >&2; printf 'r\\n' >&2";
+    let out = fnd(t.path()).args(["-j4", "-t", "f", "-x", "sh", "-c", script]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "12\n".repeat(3));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "er\n".repeat(3));
+}
+
+#[test]
 fn exec_batch_and_batch_size() {
     let t = tree();
     let out = fnd(t.path()).args(["-t", "f", "-X", "echo", "n"]).output().unwrap();
