@@ -268,6 +268,11 @@ impl IdCheck {
     }
 }
 
+/// The id a user or group name resolved to (`what` names which, for the error).
+fn by_name(name: &str, what: &str, found: nix::Result<Option<u32>>) -> Result<u32, String> {
+    found.map_err(|e| e.to_string())?.ok_or_else(|| format!("'{name}' is not a recognized {what} name"))
+}
+
 /// `-o/--owner [user|uid][:group|gid]`, each side negatable with `!`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OwnerFilter {
@@ -283,16 +288,10 @@ impl OwnerFilter {
             return Err(format!("more than one ':' present in owner string '{input}'. See 'fnd --help'."));
         }
         let uid = IdCheck::parse(user, |name| {
-            nix::unistd::User::from_name(name)
-                .map_err(|e| e.to_string())?
-                .map(|u| u.uid.as_raw())
-                .ok_or_else(|| format!("'{name}' is not a recognized user name"))
+            by_name(name, "user", nix::unistd::User::from_name(name).map(|u| u.map(|u| u.uid.as_raw())))
         })?;
         let gid = IdCheck::parse(group, |name| {
-            nix::unistd::Group::from_name(name)
-                .map_err(|e| e.to_string())?
-                .map(|g| g.gid.as_raw())
-                .ok_or_else(|| format!("'{name}' is not a recognized group name"))
+            by_name(name, "group", nix::unistd::Group::from_name(name).map(|g| g.map(|g| g.gid.as_raw())))
         })?;
         Ok(OwnerFilter { uid, gid })
     }
