@@ -23,7 +23,9 @@ impl WalkBuilder {
     /// sends its chunks in batches of at least [`chunk_size`](Self::chunk_size)
     /// entries and fewer than twice that, so an iterator buffers fewer than
     /// `(buffer_chunks + threads) × 2 × chunk_size` entries: the channel's,
-    /// and the batch each thread is filling.
+    /// and the batch each walking thread is filling (`threads` counts the
+    /// workers a parallel walk adds while its reads wait on I/O, up to
+    /// [`io_depth`](Self::io_depth)).
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
