@@ -107,6 +107,25 @@ impl Dir {
         }
     }
 
+    /// The same directory for a second reader with its own descriptor (see
+    /// `crate::split`): entries and children look the same whichever
+    /// reader found them.
+    pub(crate) fn twin(&self, fd: RawFd) -> Dir {
+        Dir {
+            prefix: self.prefix.clone(),
+            path_len: self.path_len,
+            child_depth: self.child_depth,
+            root_prefix_len: self.root_prefix_len,
+            root: self.root,
+            parent: self.parent.clone(),
+            dev: self.dev,
+            ino: self.ino,
+            fd: AtomicI32::new(fd),
+            pending: AtomicUsize::new(0),
+            filter_state: self.filter_state.clone(),
+        }
+    }
+
     pub(crate) fn is_root_parent(&self) -> bool {
         self.prefix.is_empty()
     }
@@ -172,15 +191,22 @@ pub(crate) struct Job {
     pub(crate) follow: bool,
     /// Whether `parent.pending` counts this job.
     holds_parent_fd: bool,
+    /// Not a directory to open but the rest of one being read (`parent`
+    /// is then that directory itself).
+    pub(crate) part: Option<Box<crate::split::Part>>,
 }
 
 impl Job {
     pub(crate) fn child(parent: Arc<Dir>, name: &[u8], follow: bool, holds_parent_fd: bool) -> Job {
-        Job { parent, name: name.into(), follow, holds_parent_fd }
+        Job { parent, name: name.into(), follow, holds_parent_fd, part: None }
     }
 
     pub(crate) fn root(parent: Arc<Dir>, path: &[u8]) -> Job {
-        Job { parent, name: path.into(), follow: true, holds_parent_fd: false }
+        Job { parent, name: path.into(), follow: true, holds_parent_fd: false, part: None }
+    }
+
+    pub(crate) fn part(part: crate::split::Part) -> Job {
+        Job { parent: part.dir.clone(), name: Box::new([]), follow: false, holds_parent_fd: false, part: Some(Box::new(part)) }
     }
 
     /// The path of the directory this job reads.

@@ -95,6 +95,7 @@ mod iter;
 pub mod meta;
 mod read;
 mod schedule;
+mod split;
 mod walker;
 
 pub use entry::{Chunk, Entry, EntryRef, FileType};

@@ -12,6 +12,7 @@ use rustix::fs::{AtFlags, RawDir};
 use rustix::io::Errno;
 
 use crate::dir::{into_raw, Dir, Job};
+use crate::split::{self, Part};
 use crate::entry::{Chunk, FileType};
 use crate::error::Error;
 use crate::filter::{DirInfo, RawEntry};
@@ -71,7 +72,19 @@ impl Reader {
 
     /// Read the directory of `job`: emit its entries in chunks to `visitor`
     /// and append the jobs for its subdirectories to `jobs`, in listing order.
-    pub(crate) fn read<V: Visitor>(&mut self, shared: &Shared, mut job: Job, visitor: &mut V, jobs: &mut Vec<Job>) -> Flow {
+    /// With `share`, a huge directory may be cut into parts (see
+    /// `crate::split`) handed to `share` as jobs for other workers.
+    pub(crate) fn read<V: Visitor>(
+        &mut self,
+        shared: &Shared,
+        mut job: Job,
+        visitor: &mut V,
+        jobs: &mut Vec<Job>,
+        share: Option<&mut dyn FnMut(Job)>,
+    ) -> Flow {
+        if let Some(part) = job.part.take() {
+            return self.read_part(shared, *part, visitor, jobs);
+        }
         let is_root = job.parent.is_root_parent();
         let depth = job.parent.child_depth;
         let fd = match job.open(shared) {
@@ -132,7 +145,24 @@ impl Reader {
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
         let raw = into_raw(fd);
-        let flow = self.read_entries(shared, &dir, raw, visitor, listed);
+        let stretch = Stretch { from: 0, to: u64::MAX, share: share.filter(|_| !listed && cfg.sort.is_none()) };
+        let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
+        self.queue_children(shared, &dir, flow, jobs)
+    }
+
+    /// Read one part of a directory another reader split (with a
+    /// descriptor of its own, and so a `Dir` of its own).
+    fn read_part<V: Visitor>(&mut self, shared: &Shared, part: Part, visitor: &mut V, jobs: &mut Vec<Job>) -> Flow {
+        let Part { dir, fd, start, end, reserved } = part;
+        drop(reserved);
+        let raw = into_raw(fd);
+        let dir = Arc::new(dir.twin(raw));
+        let flow = self.read_entries(shared, &dir, raw, visitor, false, Stretch { from: start, to: end, share: None });
+        self.queue_children(shared, &dir, flow, jobs)
+    }
+
+    /// After reading `dir`: settle its descriptor and queue its children.
+    fn queue_children(&mut self, shared: &Shared, dir: &Arc<Dir>, flow: Flow, jobs: &mut Vec<Job>) -> Flow {
         let children = std::mem::take(&mut self.children);
         let closed = dir.settle_fd(if flow == Flow::Stop { 0 } else { children.len() }, shared);
         let keeps_fd = closed.is_none();
@@ -151,7 +181,15 @@ impl Reader {
 
     /// Read (or, when `listed`, replay from `self.listing`) the entries of
     /// `dir` and hand them out.
-    fn read_entries<V: Visitor>(&mut self, shared: &Shared, dir: &Arc<Dir>, raw_fd: i32, visitor: &mut V, listed: bool) -> Flow {
+    fn read_entries<V: Visitor>(
+        &mut self,
+        shared: &Shared,
+        dir: &Arc<Dir>,
+        raw_fd: i32,
+        visitor: &mut V,
+        listed: bool,
+        mut stretch: Stretch<'_>,
+    ) -> Flow {
         let cfg = &shared.cfg;
         // SAFETY: `dir` keeps raw_fd open until `settle_fd`, after this returns.
         let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw_fd) };
@@ -162,6 +200,10 @@ impl Reader {
         let mut chunk = self.chunk_for(dir.clone());
         chunk.fd = raw_fd;
         let mut source = if listed { Source::Listed(self.listing.replay()) } else { Source::Raw(RawDir::new(fd, &mut self.buf)) };
+        // The position of the entry at hand: that of the one before it, as
+        // `d_off` gives the position after each entry.
+        let mut position = stretch.from;
+        let mut seen = 0;
         while let Some(item) = source.next() {
             let entry = match item {
                 Ok(e) => e,
@@ -173,6 +215,20 @@ impl Reader {
                     break;
                 }
             };
+            let own_position = std::mem::replace(&mut position, entry.next_position());
+            if own_position >= stretch.to {
+                break;
+            }
+            if let Some(share) = &mut stretch.share {
+                seen += 1;
+                if seen == split::PROBE_ENTRIES {
+                    if let Some((end, parts)) = split::split(shared, dir, fd, own_position, cfg.threads) {
+                        stretch.to = end;
+                        parts.into_iter().for_each(|part| share(Job::part(part)));
+                    }
+                    stretch.share = None;
+                }
+            }
             let name = entry.name();
             if name == b"." || name == b".." {
                 continue;
@@ -324,6 +380,15 @@ fn find_ancestor(dir: &Arc<Dir>, dev: u64, ino: u64) -> Option<&Dir> {
     None
 }
 
+/// The stretch of a directory's listing one reader takes: positions from
+/// `from` (where its descriptor stands) up to, not including, `to`; with
+/// `share`, the reader may still split what is ahead of it.
+struct Stretch<'s> {
+    from: u64,
+    to: u64,
+    share: Option<&'s mut dyn FnMut(Job)>,
+}
+
 /// One entry as the directory listed it.
 enum Listed<'a> {
     Raw(rustix::fs::RawDirEntry<'a>),
@@ -342,6 +407,15 @@ impl Listed<'_> {
         match self {
             Listed::Raw(e) => FileType::from_rustix(e.file_type()),
             Listed::Kept { file_type, .. } => *file_type,
+        }
+    }
+
+    /// Where the listing goes on after this entry (`d_off`); 0 for a kept
+    /// listing, which is never split.
+    fn next_position(&self) -> u64 {
+        match self {
+            Listed::Raw(e) => e.next_entry_cookie(),
+            Listed::Kept { .. } => 0,
         }
     }
 

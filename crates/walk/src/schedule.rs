@@ -52,7 +52,7 @@ fn run_serial_order<V: Visitor>(shared: &Shared, mut visitor: V, order: Order) -
     for root in root_jobs(shared) {
         queue.push_back(root);
         while let Some(job) = if breadth_first { queue.pop_front() } else { queue.pop_back() } {
-            if reader.read(shared, job, &mut visitor, &mut children) == Flow::Stop {
+            if reader.read(shared, job, &mut visitor, &mut children, None) == Flow::Stop {
                 return visitor;
             }
             if breadth_first {
@@ -201,7 +201,13 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
             Some(job) => {
                 idle_spins = 0;
                 let started = probe.start();
-                let flow = reader.read(shared, job, &mut visitor, &mut children);
+                // Parts of a huge directory go out while it is being read.
+                let mut share = |part: Job| {
+                    pool.pending.fetch_add(1, Ordering::AcqRel);
+                    local.push(part);
+                    pool.notify(false);
+                };
+                let flow = reader.read(shared, job, &mut visitor, &mut children, Some(&mut share));
                 let waits_on_io = probe.finish(started);
                 if flow == Flow::Stop {
                     // A visitor's error() can ask to stop without the reader
