@@ -156,7 +156,7 @@ pub fn command() -> Command {
 
 /// The last value of an option given several times (du keeps the last).
 fn last<'a>(m: &'a ArgMatches, id: &str) -> Option<&'a String> {
-    m.get_many::<String>(id).and_then(|v| v.last())
+    m.get_many::<String>(id).and_then(|mut v| v.next_back())
 }
 
 /// Position on the command line of the last occurrence of an option.
@@ -164,7 +164,7 @@ fn position(m: &ArgMatches, id: &str) -> Option<usize> {
     if m.value_source(id) != Some(clap::parser::ValueSource::CommandLine) {
         return None;
     }
-    m.indices_of(id).and_then(|i| i.last())
+    m.indices_of(id).and_then(|mut i| i.next_back())
 }
 
 pub fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
@@ -239,7 +239,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
             parse_threshold(t).ok_or_else(|| invalid(format!("invalid --threshold argument {}", crate::format::quote(t.as_bytes()))))?
         }
     };
-    let time = match m.get_many::<String>("time").and_then(|v| v.last()) {
+    let time = match m.get_many::<String>("time").and_then(|mut v| v.next_back()) {
         None => None,
         Some(word) => {
             let kind = match word.as_str() {

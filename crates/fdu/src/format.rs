@@ -57,7 +57,7 @@ impl SizeFormat {
     pub fn write(&self, amount: u64, out: &mut Vec<u8>) {
         match self {
             SizeFormat::Blocks { block, suffix } => {
-                let n = amount / block + u64::from(amount % block != 0);
+                let n = amount / block + u64::from(!amount.is_multiple_of(*block));
                 write_u64(n, out);
                 out.extend_from_slice(suffix.as_bytes());
             }

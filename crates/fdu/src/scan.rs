@@ -533,7 +533,7 @@ impl EntryFilter for DuFilter {
         let node = Node {
             scan,
             parent,
-            depth: depth as u32,
+            depth,
             position,
             path: (depth as usize <= scan.opts.max_depth).then(|| dir.path.into()),
             name: keep_tree.then(|| name.into()),
