@@ -456,10 +456,13 @@ enum IdKind {
     Group,
 }
 
+/// User and group names by id.
+type NameCache = HashMap<(IdKind, u32), Box<[u8]>>;
+
 thread_local! {
     /// Names already looked up on this thread: a listing of one user's tree
     /// asks for the same id again and again.
-    static ID_NAMES: RefCell<HashMap<(IdKind, u32), Box<[u8]>>> = RefCell::new(HashMap::new());
+    static ID_NAMES: RefCell<NameCache> = RefCell::new(HashMap::new());
 }
 
 fn push_id_name(out: &mut Vec<u8>, id: u32, kind: IdKind) {

@@ -21,6 +21,8 @@ pub struct Sink {
     target: Target,
 }
 
+// One per run: the size of the larger variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Target {
     Print(ListingConfig),
     Exec(Executor),
