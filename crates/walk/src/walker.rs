@@ -204,8 +204,12 @@ impl WalkBuilder {
     /// # let root = dir.path();
     /// assert_eq!(WalkBuilder::new(root).threads(4).iter().count(), 5);
     /// ```
+    ///
+    /// At most [`MAX_THREADS`] are started: past that, threads only wait on
+    /// each other (and `-j 100000` would take minutes just to spawn them).
     pub fn threads(mut self, n: usize) -> Self {
-        self.cfg.threads = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        self.cfg.threads = n.min(MAX_THREADS);
         self
     }
 
@@ -711,6 +715,9 @@ impl<V> Drop for Guard<'_, V> {
         }
     }
 }
+
+/// The most worker threads a walk starts, whatever it is asked for.
+pub const MAX_THREADS: usize = 256;
 
 /// Directory descriptors kept open by all walks of the process: the limit
 /// is per process, so the budget is too.
