@@ -1,0 +1,348 @@
+//! slowfs: a read-only FUSE view of a directory in which every metadata
+//! request (lookup, getattr, opendir, readdir, readlink) is answered after a
+//! fixed delay, as from a network file system or a FUSE store over a slow
+//! backend. Requests are served by a pool of threads, so many may be in
+//! flight at once, as they would be against a server: what a walker gains
+//! here is what it gains by keeping requests in flight.
+//!
+//! Usage: slowfs [--delay-us N] [--threads N] SOURCE MOUNTPOINT
+//! (default 200 µs, 64 threads). Runs in the foreground until the mount
+//! point is unmounted (`umount MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{DirEntryExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, UNIX_EPOCH};
+
+use fuser::{
+    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, Request, FUSE_ROOT_ID,
+};
+
+/// How long the kernel may cache what it was told: nothing, so that every
+/// walk pays the latency (as after a cache drop on a network mount).
+const TTL: Duration = Duration::ZERO;
+
+struct Entry {
+    name: OsString,
+    ino: u64,
+    kind: FileType,
+}
+
+struct State {
+    source: PathBuf,
+    /// The source's inode of the mounted root: it is FUSE's inode 1.
+    source_root_ino: u64,
+    /// FUSE inode (the source's inode) to a path that reaches it.
+    paths: RwLock<HashMap<u64, PathBuf>>,
+    /// Listings of open directories, by handle.
+    listings: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
+    next_handle: AtomicU64,
+    delay: Duration,
+}
+
+impl State {
+    fn path(&self, ino: u64) -> Option<PathBuf> {
+        if ino == FUSE_ROOT_ID {
+            return Some(self.source.clone());
+        }
+        self.paths.read().unwrap().get(&ino).cloned()
+    }
+
+    fn fuse_ino(&self, source_ino: u64) -> u64 {
+        if source_ino == self.source_root_ino {
+            FUSE_ROOT_ID
+        } else {
+            source_ino
+        }
+    }
+
+    fn attr(&self, meta: &std::fs::Metadata) -> FileAttr {
+        let time = |secs: i64, nsecs: i64| {
+            if secs >= 0 {
+                UNIX_EPOCH + Duration::new(secs as u64, nsecs as u32)
+            } else {
+                UNIX_EPOCH
+            }
+        };
+        FileAttr {
+            ino: self.fuse_ino(meta.ino()),
+            size: meta.size(),
+            blocks: meta.blocks(),
+            atime: time(meta.atime(), meta.atime_nsec()),
+            mtime: time(meta.mtime(), meta.mtime_nsec()),
+            ctime: time(meta.ctime(), meta.ctime_nsec()),
+            crtime: UNIX_EPOCH,
+            kind: kind_of(meta.file_type()),
+            perm: (meta.mode() & 0o7777) as u16,
+            nlink: meta.nlink() as u32,
+            uid: meta.uid(),
+            gid: meta.gid(),
+            rdev: meta.rdev() as u32,
+            blksize: meta.blksize() as u32,
+            flags: 0,
+        }
+    }
+
+    /// Stand in for the round trip to the backend.
+    fn wait(&self) {
+        std::thread::sleep(self.delay);
+    }
+}
+
+fn kind_of(t: std::fs::FileType) -> FileType {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_dir() {
+        FileType::Directory
+    } else if t.is_symlink() {
+        FileType::Symlink
+    } else if t.is_block_device() {
+        FileType::BlockDevice
+    } else if t.is_char_device() {
+        FileType::CharDevice
+    } else if t.is_fifo() {
+        FileType::NamedPipe
+    } else if t.is_socket() {
+        FileType::Socket
+    } else {
+        FileType::RegularFile
+    }
+}
+
+fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+type Task = Box<dyn FnOnce(&State) + Send>;
+
+/// The file system as the FUSE session sees it: each request is handed to
+/// the pool, which does the work, waits the delay and replies.
+struct SlowFs {
+    state: Arc<State>,
+    tasks: crossbeam_channel::Sender<Task>,
+}
+
+impl SlowFs {
+    fn run(&self, task: impl FnOnce(&State) + Send + 'static) {
+        // The pool outlives the session; a send can only fail at teardown.
+        let _ = self.tasks.send(Box::new(task));
+    }
+}
+
+impl Filesystem for SlowFs {
+    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
+        let name = name.to_os_string();
+        self.run(move |s| {
+            let result = s.path(parent).ok_or(libc::ENOENT).and_then(|dir| {
+                let path = dir.join(&name);
+                let meta = std::fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
+                let attr = s.attr(&meta);
+                s.paths.write().unwrap().insert(attr.ino, path);
+                Ok(attr)
+            });
+            s.wait();
+            match result {
+                Ok(attr) => reply.entry(&TTL, &attr, 0),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
+        self.run(move |s| {
+            let result = s
+                .path(ino)
+                .ok_or(libc::ENOENT)
+                .and_then(|p| std::fs::symlink_metadata(p).map_err(|e| errno(&e)));
+            s.wait();
+            match result {
+                Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
+        self.run(move |s| {
+            let result = s
+                .path(ino)
+                .ok_or(libc::ENOENT)
+                .and_then(|p| std::fs::read_link(p).map_err(|e| errno(&e)));
+            s.wait();
+            match result {
+                Ok(target) => reply.data(target.as_os_str().as_bytes()),
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
+        self.run(move |s| {
+            let result = s
+                .path(ino)
+                .ok_or(libc::ENOENT)
+                .and_then(|p| list(s, &p).map_err(|e| errno(&e)));
+            s.wait();
+            match result {
+                Ok(entries) => {
+                    let fh = s.next_handle.fetch_add(1, Ordering::Relaxed);
+                    s.listings.lock().unwrap().insert(fh, Arc::new(entries));
+                    reply.opened(fh, 0);
+                }
+                Err(e) => reply.error(e),
+            }
+        });
+    }
+
+    fn readdir(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        offset: i64,
+        mut reply: ReplyDirectory,
+    ) {
+        self.run(move |s| {
+            let listing = s.listings.lock().unwrap().get(&fh).cloned();
+            s.wait();
+            let Some(listing) = listing else {
+                return reply.error(libc::EBADF);
+            };
+            for (i, e) in listing.iter().enumerate().skip(offset.max(0) as usize) {
+                if reply.add(e.ino, i as i64 + 1, e.kind, &e.name) {
+                    break;
+                }
+            }
+            reply.ok();
+        });
+    }
+
+    fn releasedir(
+        &mut self,
+        _req: &Request<'_>,
+        _ino: u64,
+        fh: u64,
+        _flags: i32,
+        reply: ReplyEmpty,
+    ) {
+        self.state.listings.lock().unwrap().remove(&fh);
+        reply.ok();
+    }
+}
+
+/// A directory's entries with the types the source's `getdents64` gave.
+fn list(s: &State, dir: &Path) -> std::io::Result<Vec<Entry>> {
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let kind = kind_of(e.file_type()?);
+        entries.push(Entry {
+            name: e.file_name(),
+            ino: s.fuse_ino(e.ino()),
+            kind,
+        });
+    }
+    Ok(entries)
+}
+
+struct Args {
+    delay: Duration,
+    threads: usize,
+    source: PathBuf,
+    mountpoint: PathBuf,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut delay = Duration::from_micros(200);
+    let mut threads = 64;
+    let mut positional = Vec::new();
+    let mut args = std::env::args_os().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = |what: &str| -> Result<u64, String> {
+            let v = args.next().ok_or(format!("{what} needs a value"))?;
+            v.to_str()
+                .and_then(|v| v.parse().ok())
+                .ok_or(format!("{what}: not a number: {}", v.to_string_lossy()))
+        };
+        match arg.to_str() {
+            Some("--delay-us") => delay = Duration::from_micros(number("--delay-us")?),
+            Some("--threads") => threads = number("--threads")?.max(1) as usize,
+            Some("-h" | "--help") => return Err(String::new()),
+            _ => positional.push(PathBuf::from(arg)),
+        }
+    }
+    let [source, mountpoint]: [PathBuf; 2] = positional
+        .try_into()
+        .map_err(|_| "expected SOURCE and MOUNTPOINT".to_string())?;
+    Ok(Args {
+        delay,
+        threads,
+        source,
+        mountpoint,
+    })
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(msg) => {
+            if !msg.is_empty() {
+                eprintln!("slowfs: {msg}");
+            }
+            eprintln!("usage: slowfs [--delay-us N] [--threads N] SOURCE MOUNTPOINT");
+            return ExitCode::from(2);
+        }
+    };
+    let source = match std::fs::canonicalize(&args.source) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("slowfs: {}: {e}", args.source.display());
+            return ExitCode::from(1);
+        }
+    };
+    let source_root_ino = match std::fs::metadata(&source) {
+        Ok(m) if m.is_dir() => m.ino(),
+        _ => {
+            eprintln!("slowfs: {}: not a directory", source.display());
+            return ExitCode::from(1);
+        }
+    };
+    let state = Arc::new(State {
+        source,
+        source_root_ino,
+        paths: RwLock::new(HashMap::new()),
+        listings: Mutex::new(HashMap::new()),
+        next_handle: AtomicU64::new(1),
+        delay: args.delay,
+    });
+    let (tasks, queue) = crossbeam_channel::unbounded::<Task>();
+    for _ in 0..args.threads {
+        let (state, queue) = (state.clone(), queue.clone());
+        std::thread::spawn(move || {
+            // Sleep as long as asked, not the default 50 µs of timer slack more.
+            // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+            for task in queue {
+                task(&state);
+            }
+        });
+    }
+    let fs = SlowFs { state, tasks };
+    let options = [
+        MountOption::RO,
+        MountOption::FSName("slowfs".into()),
+        MountOption::Subtype("slowfs".into()),
+    ];
+    match fuser::mount2(fs, &args.mountpoint, &options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("slowfs: mount {}: {e}", args.mountpoint.display());
+            ExitCode::from(1)
+        }
+    }
+}
