@@ -54,7 +54,12 @@ pub(crate) struct Probe {
 impl Probe {
     /// `enabled` is false when the pool cannot grow: then the probe costs a branch.
     pub(crate) fn new(enabled: bool) -> Self {
-        Probe { enabled, reads: 0, in_reads: Duration::ZERO, at_open: Usage::default() }
+        Probe {
+            enabled,
+            reads: 0,
+            in_reads: Duration::ZERO,
+            at_open: Usage::default(),
+        }
     }
 
     /// Before a read: the time it starts, when the probe is on.
@@ -82,7 +87,8 @@ impl Probe {
         let now = Usage::of_thread();
         let cpu = now.cpu.saturating_sub(self.at_open.cpu);
         let sleeps = now.sleeps.saturating_sub(self.at_open.sleeps);
-        let blocked = 2 * sleeps >= u64::from(self.reads) && self.in_reads.saturating_sub(cpu) > cpu;
+        let blocked =
+            2 * sleeps >= u64::from(self.reads) && self.in_reads.saturating_sub(cpu) > cpu;
         self.idle();
         blocked
     }
@@ -98,7 +104,6 @@ impl Probe {
     pub(crate) fn disable(&mut self) {
         self.enabled = false;
     }
-
 }
 
 /// What the kernel counted for the calling thread.
@@ -122,7 +127,10 @@ impl Usage {
             ru.assume_init()
         };
         let time = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-        Usage { cpu: time(ru.ru_utime) + time(ru.ru_stime), sleeps: ru.ru_nvcsw as u64 }
+        Usage {
+            cpu: time(ru.ru_utime) + time(ru.ru_stime),
+            sleeps: ru.ru_nvcsw as u64,
+        }
     }
 }
 
@@ -139,7 +147,11 @@ impl Depth {
     /// the deques (and indices) of those that may be added.
     pub(crate) fn new(active: usize, mut spares: Vec<(usize, Worker<Job>)>) -> Self {
         spares.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-        Depth { active: AtomicUsize::new(active), can_grow: !spares.is_empty(), spares: Mutex::new(spares) }
+        Depth {
+            active: AtomicUsize::new(active),
+            can_grow: !spares.is_empty(),
+            spares: Mutex::new(spares),
+        }
     }
 
     /// Whether workers may be added at all.
@@ -179,7 +191,8 @@ mod tests {
         let spares = (2..7).map(|i| (i, Worker::new_lifo())).collect();
         let depth = Depth::new(2, spares);
         assert!(depth.can_grow());
-        let indices = |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
+        let indices =
+            |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
         assert_eq!(indices(depth.grow()), [2, 3]);
         assert_eq!(depth.active(), 4);
         assert_eq!(indices(depth.grow()), [4, 5, 6]);
