@@ -197,7 +197,6 @@ impl Template {
                     render_meta(*f, m.as_ref(), out);
                 }
                 Piece::Field(Field::Type) => out.extend_from_slice(type_name(entry.file_type()).as_bytes()),
-                Piece::Field(Field::Inode) => push_num(out, entry.ino()),
                 Piece::Field(Field::Depth) => push_num(out, entry.depth() as u64),
                 Piece::Field(f) => subject.render(*f, out),
             }
@@ -224,7 +223,9 @@ impl Field {
     }
 
     fn needs_metadata(self) -> bool {
-        !self.is_path() && !matches!(self, Field::Type | Field::Inode | Field::Depth)
+        // `{inode}` is stat'ed too: getdents reports a mount point's
+        // covered inode, not the one `stat` and `ls -i` show.
+        !self.is_path() && !matches!(self, Field::Type | Field::Depth)
     }
 }
 
@@ -402,6 +403,7 @@ fn render_meta(field: Field, meta: Option<&Metadata>, out: &mut Vec<u8>) {
             let _ = write!(out, "{:o}", m.permissions());
         }
         Field::Perms => push_perms(out, m.mode),
+        Field::Inode => push_num(out, m.ino),
         Field::Nlink => push_num(out, m.nlink),
         Field::Uid => push_num(out, m.uid as u64),
         Field::Gid => push_num(out, m.gid as u64),
@@ -552,6 +554,7 @@ mod tests {
     #[test]
     fn metadata_fields_are_flagged() {
         assert!(Field::Size.needs_metadata() && Field::Owner.needs_metadata());
-        assert!(!Field::Type.needs_metadata() && !Field::Inode.needs_metadata() && !Field::Depth.needs_metadata());
+        assert!(Field::Inode.needs_metadata());
+        assert!(!Field::Type.needs_metadata() && !Field::Depth.needs_metadata());
     }
 }
