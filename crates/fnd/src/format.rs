@@ -193,10 +193,10 @@ impl Template {
             match piece {
                 Piece::Text(t) => out.extend_from_slice(t),
                 Piece::Field(f) if f.needs_metadata() => {
-                    let m = meta.get_or_insert_with(|| entry.metadata().ok());
+                    let m = meta.get_or_insert_with(|| metadata(entry));
                     render_meta(*f, m.as_ref(), out);
                 }
-                Piece::Field(Field::Type) => out.extend_from_slice(type_name(entry.file_type()).as_bytes()),
+                Piece::Field(Field::Type) => out.extend_from_slice(type_name(entry.target_type()).as_bytes()),
                 Piece::Field(Field::Depth) => push_num(out, entry.depth() as u64),
                 Piece::Field(f) => subject.render(*f, out),
             }
@@ -215,6 +215,13 @@ impl Template {
             }
         }
     }
+}
+
+/// The entry's metadata; with `-L`, a followed link's is its target's, as
+/// fd treats followed links as what they point to.
+fn metadata(entry: &EntryRef<'_>) -> Option<Metadata> {
+    let followed = entry.file_type() == FileType::Symlink && entry.target_type() != FileType::Symlink;
+    if followed { entry.metadata_follow() } else { entry.metadata() }.ok()
 }
 
 impl Field {
