@@ -56,6 +56,9 @@ fn metadata_placeholders() {
     );
     let got = format(t.path(), &["--format", "{/} {type} {perms}", "-t", "d"]);
     assert_eq!(got, ["a dir drwxr-xr-x", "b.d dir drwxr-xr-x"]);
+    // With -L a followed link is described by its target, as fd's -L treats it.
+    let got = format(t.path(), &["-L", "--format", "{/} {type} {perms}", "^(link|dangling)$"]);
+    assert_eq!(got, ["dangling symlink lrwxrwxrwx", "link dir drwxr-xr-x"]);
     let meta = std::fs::metadata(t.path().join("exe")).unwrap();
     use std::os::unix::fs::MetadataExt;
     let got = format(t.path(), &["--format", "{inode} {nlink} {uid} {gid}", "^exe$"]);
