@@ -29,6 +29,8 @@ pub struct Config {
     pub max_depth: Option<usize>,
     pub prune: bool,
     pub threads: usize,
+    /// Most reads in flight on a slow file system (0: the engine's default).
+    pub io_depth: usize,
     pub order: Order,
     pub sort: Option<Sort>,
     /// `--sort size|mtime`: the key each directory's entries are written in.
@@ -127,6 +129,7 @@ impl Config {
             max_depth: cli.max_depth(),
             prune: cli.prune,
             threads: cli.threads.map_or(0, |n| n.get()),
+            io_depth: cli.io_depth.map_or(0, |n| n.get()),
             order,
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.

@@ -175,6 +175,7 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     builder = builder
         .order(cfg.order)
         .threads(cfg.threads)
+        .io_depth(cfg.io_depth)
         .min_depth(cfg.min_depth)
         .max_depth(cfg.max_depth)
         .follow_links(cfg.follow)
