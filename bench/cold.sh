@@ -4,10 +4,12 @@
 # under the tree). What wins there is the amount of useful I/O in flight,
 # not CPU time, so fnd is compared at several thread counts and I/O depths.
 #
-# Usage: bench/cold.sh [-r RUNS] [--du] [--list] [TREE...]
+# Usage: bench/cold.sh [-r RUNS] [--du] [--list] [--fuse] [TREE...]
 #   TREE       default /data/trees/src
-#   --list     the listing comparison (default when neither is given)
+#   --list     the listing comparison (default when no mode is given)
 #   --du       the disk-usage comparison (fdu -s against du and friends)
+#   --fuse     the listing comparison on a high-latency mount: TREE seen
+#              through bench/slowfs (200 µs per metadata request, SLOWFS_US)
 # Environment: FND, FDU (binaries; default target/release/*), FLOOR
 # (default /tmp/floor, built from floor.c next to the trees if missing).
 #
@@ -24,7 +26,8 @@ while [ $# -gt 0 ]; do
         -r) runs=$2; shift 2 ;;
         --du) modes+=(du); shift ;;
         --list) modes+=(list); shift ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --fuse) modes+=(fuse); shift ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) trees+=("$1"); shift ;;
     esac
 done
@@ -74,17 +77,49 @@ run() { # name, tree, commands...
     rm -f "$json"
 }
 
+listing_commands() { # the listing tools, run in the tree
+    cmds+=(-n floor "$floor .")
+    for j in 1 2 4 8 16; do cmds+=(-n "fnd -u -j$j" "$fnd -u -j$j"); done
+    have bfs && cmds+=(-n bfs "bfs .")
+    if have fd; then
+        cmds+=(-n fd "fd -u" -n "fd -j8" "fd -u -j8")
+    fi
+    have find && cmds+=(-n find "find .")
+}
+
+mnt=
+unmount() { [ -z "$mnt" ] || { umount "$mnt" 2>/dev/null; rmdir "$mnt" 2>/dev/null; mnt=; }; }
+trap unmount EXIT
+
+run_fuse() { # tree: mount it through slowfs and compare there (no cache drop:
+    # slowfs lets the kernel cache nothing, so every run pays the latency)
+    local tree=$1 slowfs=$here/bench/slowfs/target/release/slowfs
+    if [ ! -e /dev/fuse ]; then echo "cold.sh: no /dev/fuse; skipping the FUSE comparison" >&2; return; fi
+    cargo build --quiet --release --manifest-path "$here/bench/slowfs/Cargo.toml" || {
+        echo "cold.sh: cannot build bench/slowfs; skipping the FUSE comparison" >&2; return; }
+    mnt=$(mktemp -d /tmp/slowfs-XXXXXX)
+    "$slowfs" --delay-us "${SLOWFS_US:-200}" "$tree" "$mnt" &
+    for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done
+    mountpoint -q "$mnt" || { echo "cold.sh: slowfs did not mount; skipping" >&2; return; }
+    cmds=()
+    listing_commands
+    local json
+    json=$(mktemp /tmp/cold-XXXXXX.json)
+    echo "== fuse: $tree through slowfs, ${SLOWFS_US:-200} us per request ($runs runs each) =="
+    (cd "$mnt" && hyperfine -N --style basic --runs "$runs" --export-json "$json" "${cmds[@]}" >/dev/null)
+    summarize "$json"
+    rm -f "$json"
+    unmount
+}
+
 for tree in "${trees[@]}"; do
     for mode in "${modes[@]}"; do
         cmds=()
-        if [ "$mode" = list ]; then
-            cmds+=(-n floor "$floor .")
-            for j in 1 2 4 8 16; do cmds+=(-n "fnd -u -j$j" "$fnd -u -j$j"); done
-            have bfs && cmds+=(-n bfs "bfs .")
-            if have fd; then
-                cmds+=(-n fd "fd -u" -n "fd -j8" "fd -u -j8")
-            fi
-            have find && cmds+=(-n find "find .")
+        if [ "$mode" = fuse ]; then
+            run_fuse "$tree"
+            continue
+        elif [ "$mode" = list ]; then
+            listing_commands
         else
             cmds+=(-n "floor -s" "$floor -s .")
             have "$fdu" && cmds+=(-n "fdu -s" "$fdu -s .")

@@ -212,6 +212,47 @@ mod tests {
         assert!(blocked);
     }
 
+    /// Visitors that sleep in every chunk make every read look blocked: the
+    /// pool must grow, and still report each entry exactly once.
+    #[test]
+    fn a_blocked_walk_grows_and_reports_everything_once() {
+        use crate::{Chunk, Flow, Visitor, WalkBuilder};
+        use std::collections::HashSet;
+
+        struct Slow(Vec<Vec<u8>>);
+        impl Visitor for Slow {
+            fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+                std::thread::sleep(Duration::from_micros(300));
+                for e in chunk.iter() {
+                    let mut p = Vec::new();
+                    e.write_path(&mut p);
+                    self.0.push(p);
+                }
+                Flow::Continue
+            }
+        }
+
+        let dir = tempfile::tempdir().unwrap();
+        for a in 0..20 {
+            for b in 0..10 {
+                std::fs::create_dir_all(dir.path().join(format!("{a}/{b}"))).unwrap();
+                std::fs::write(dir.path().join(format!("{a}/{b}/f")), "").unwrap();
+            }
+        }
+        let (mut visitors, mut paths) = (0, Vec::new());
+        WalkBuilder::new(dir.path()).threads(2).io_depth(8).visit(
+            || Slow(Vec::new()),
+            |v| {
+                visitors += 1;
+                paths.extend(v.0);
+            },
+        );
+        let unique: HashSet<_> = paths.iter().collect();
+        assert_eq!(paths.len(), 1 + 20 + 200 + 200);
+        assert_eq!(unique.len(), paths.len());
+        assert!(visitors > 2, "the pool did not grow ({visitors} workers)");
+    }
+
     #[test]
     fn spinning_reads_are_not_io() {
         let mut probe = Probe::new(true);
