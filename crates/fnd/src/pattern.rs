@@ -153,31 +153,21 @@ impl NameMatcher {
 /// `cwd/path` for a relative path (without its leading `./`), the path itself when absolute.
 fn absolute_into(out: &mut Vec<u8>, cwd: &[u8], prefix: &[u8], name: &[u8]) {
     out.clear();
-    if !prefix.starts_with(b"/") {
+    if prefix.starts_with(b"/") {
+        out.extend_from_slice(prefix);
+    } else {
         out.extend_from_slice(cwd);
         let mut rel = prefix;
         while let Some(rest) = rel.strip_prefix(b"./") {
-            rel = rest.trim_ascii_start_slashes();
+            let slashes = rest.iter().take_while(|&&b| b == b'/').count();
+            rel = &rest[slashes..];
         }
-        if !out.ends_with(b"/") && !(rel.is_empty() && name.is_empty()) {
+        if !out.ends_with(b"/") {
             out.push(b'/');
         }
         out.extend_from_slice(rel);
-    } else {
-        out.extend_from_slice(prefix);
     }
     out.extend_from_slice(name);
-}
-
-trait TrimSlashes {
-    fn trim_ascii_start_slashes(&self) -> &Self;
-}
-
-impl TrimSlashes for [u8] {
-    fn trim_ascii_start_slashes(&self) -> &[u8] {
-        let n = self.iter().take_while(|&&b| b == b'/').count();
-        &self[n..]
-    }
 }
 
 #[cfg(test)]
