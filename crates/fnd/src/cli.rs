@@ -135,7 +135,12 @@ pub struct Cli {
     pub exact: bool,
 
     /// Additional patterns that must all match too.
-    #[arg(long = "and", value_name = "pattern", allow_hyphen_values = true, hide_short_help = true)]
+    #[arg(
+        long = "and",
+        value_name = "pattern",
+        allow_hyphen_values = true,
+        hide_short_help = true
+    )]
     pub and: Vec<String>,
 
     /// Show absolute instead of relative paths.
@@ -147,8 +152,12 @@ pub struct Cli {
     /// Use a detailed listing format like 'ls -l'. This is basically an alias for
     /// '--exec-batch ls -l' with some additional 'ls' options. This can be used to see more
     /// metadata, to show symlink targets and to achieve a deterministic sort order.
-    #[arg(short = 'l', long,
-          help = "Use a long listing format with file metadata", long_help)]
+    #[arg(
+        short = 'l',
+        long,
+        help = "Use a long listing format with file metadata",
+        long_help
+    )]
     pub list_details: bool,
 
     /// Descend into symlinked directories.
@@ -187,7 +196,13 @@ pub struct Cli {
 
     /// Filter by type: file (f), directory (d/dir), symlink (l), executable (x),
     /// empty (e), socket (s), pipe (p), char-device (c), block-device (b).
-    #[arg(short = 't', long = "type", value_name = "filetype", value_enum, hide_possible_values = true)]
+    #[arg(
+        short = 't',
+        long = "type",
+        value_name = "filetype",
+        value_enum,
+        hide_possible_values = true
+    )]
     pub file_type: Vec<TypeArg>,
 
     /// Filter by extension (case-insensitive; repeatable).
@@ -228,8 +243,15 @@ pub struct Cli {
     /// remaining arguments. A batch size of zero means there is no limit (default), but note
     /// that batching might still happen due to OS restrictions on the maximum length of command
     /// lines.
-    #[arg(long, value_name = "size", hide_short_help = true, requires = "exec_batch", default_value_t = 0,
-          help = "Max number of arguments to run as a batch size with -X", long_help)]
+    #[arg(
+        long,
+        value_name = "size",
+        hide_short_help = true,
+        requires = "exec_batch",
+        default_value_t = 0,
+        help = "Max number of arguments to run as a batch size with -X",
+        long_help
+    )]
     pub batch_size: usize,
 
     /// Declare when to use color for the pattern match output
@@ -262,7 +284,12 @@ pub struct Cli {
     pub io_depth: Option<NonZeroUsize>,
 
     /// Stop after this many results.
-    #[arg(long, value_name = "count", overrides_with = "max_one_result", hide_short_help = true)]
+    #[arg(
+        long,
+        value_name = "count",
+        overrides_with = "max_one_result",
+        hide_short_help = true
+    )]
     pub max_results: Option<usize>,
 
     /// Stop after the first result (alias for '--max-results=1').
@@ -270,7 +297,13 @@ pub struct Cli {
     pub max_one_result: bool,
 
     /// Print nothing; exit 0 when something matches, 1 otherwise.
-    #[arg(short = 'q', long, alias = "has-results", conflicts_with = "max_results", hide_short_help = true)]
+    #[arg(
+        short = 'q',
+        long,
+        alias = "has-results",
+        conflicts_with = "max_results",
+        hide_short_help = true
+    )]
     pub quiet: bool,
 
     /// Report file-system errors (unreadable directories, loops…).
@@ -294,7 +327,12 @@ pub struct Cli {
     pub path: Vec<PathBuf>,
 
     /// Paths to search, as an alternative to the positional <path>.
-    #[arg(long, value_name = "search-path", conflicts_with = "path", hide_short_help = true)]
+    #[arg(
+        long,
+        value_name = "search-path",
+        conflicts_with = "path",
+        hide_short_help = true
+    )]
     pub search_path: Vec<PathBuf>,
 
     /// Strip the './' prefix from results: auto (unless -0 or a command), always, never.
@@ -339,7 +377,9 @@ impl Cli {
 
     /// `--max-results 0` means no limit, as in fd.
     pub fn max_results(&self) -> Option<usize> {
-        self.max_results.filter(|&m| m > 0).or_else(|| self.max_one_result.then_some(1))
+        self.max_results
+            .filter(|&m| m > 0)
+            .or_else(|| self.max_one_result.then_some(1))
     }
 
     /// The paths given, positional or `--search-path`; empty for the default.

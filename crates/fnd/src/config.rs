@@ -51,10 +51,17 @@ impl Config {
     pub fn new(cli: &Cli, has_command: bool) -> Result<Config, Fatal> {
         if let Some(base) = &cli.base_directory {
             if !paths::is_existing_dir(base) {
-                return Err(format!("The '--base-directory' path '{}' is not a directory.", base.to_string_lossy()));
+                return Err(format!(
+                    "The '--base-directory' path '{}' is not a directory.",
+                    base.to_string_lossy()
+                ));
             }
-            std::env::set_current_dir(base)
-                .map_err(|e| format!("Could not set '{}' as the current working directory: {e}", base.to_string_lossy()))?;
+            std::env::set_current_dir(base).map_err(|e| {
+                format!(
+                    "Could not set '{}' as the current working directory: {e}",
+                    base.to_string_lossy()
+                )
+            })?;
         }
         let roots = search_roots(cli)?;
 
@@ -70,7 +77,8 @@ impl Config {
             .chain(std::iter::once(&cli.pattern))
             .map(|p| pattern::to_regex(p, syntax))
             .collect::<Result<Vec<_>, _>>()?;
-        let case_sensitive = !cli.ignore_case && (cli.case_sensitive || sources.iter().any(|s| pattern::has_uppercase(s)));
+        let case_sensitive = !cli.ignore_case
+            && (cli.case_sensitive || sources.iter().any(|s| pattern::has_uppercase(s)));
 
         let mut times = Vec::new();
         for (arg, make) in [
@@ -78,7 +86,9 @@ impl Config {
             (&cli.changed_before, TimeLimit::Before as fn(_) -> _),
         ] {
             if let Some(t) = arg {
-                let time = TimeLimit::parse_time(t).ok_or_else(|| format!("'{t}' is not a valid date or duration. See 'fnd --help'."))?;
+                let time = TimeLimit::parse_time(t).ok_or_else(|| {
+                    format!("'{t}' is not a valid date or duration. See 'fnd --help'.")
+                })?;
                 times.push(make(time));
             }
         }
@@ -89,7 +99,11 @@ impl Config {
             times,
         };
         let full_path_base = if cli.full_path {
-            Some(paths::cwd_bytes().map_err(|e| format!("Could not determine current directory. This is required for --full-path.: {e}"))?)
+            Some(paths::cwd_bytes().map_err(|e| {
+                format!(
+                    "Could not determine current directory. This is required for --full-path.: {e}"
+                )
+            })?)
         } else {
             None
         };
@@ -139,7 +153,10 @@ impl Config {
             quiet: cli.quiet,
             show_errors: cli.show_errors,
             null_separator: cli.print0,
-            path_style: PathStyle { strip_cwd_prefix, separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()) },
+            path_style: PathStyle {
+                strip_cwd_prefix,
+                separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()),
+            },
         })
     }
 }
@@ -160,7 +177,10 @@ fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
         if paths::is_existing_dir(path) {
             roots.push(paths::normalize_root(path, cli.absolute_path));
         } else {
-            print_error(format_args!("Search path '{}' is not a directory.", path.to_string_lossy()));
+            print_error(format_args!(
+                "Search path '{}' is not a directory.",
+                path.to_string_lossy()
+            ));
         }
     }
     if roots.is_empty() {
@@ -171,30 +191,47 @@ fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
 
 /// The global ignore files: `$XDG_CONFIG_HOME/fd/ignore` (as fd reads it) and `…/fnd/ignore`.
 fn global_ignore_files() -> Vec<PathBuf> {
-    let config_dir = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
-        Some(dir) => PathBuf::from(dir),
-        None => match std::env::var_os("HOME") {
-            Some(home) => Path::new(&home).join(".config"),
-            None => return Vec::new(),
-        },
-    };
-    ["fd", "fnd"].iter().map(|tool| config_dir.join(tool).join("ignore")).filter(|p| p.is_file()).collect()
+    let config_dir =
+        match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
+            Some(dir) => PathBuf::from(dir),
+            None => match std::env::var_os("HOME") {
+                Some(home) => Path::new(&home).join(".config"),
+                None => return Vec::new(),
+            },
+        };
+    ["fd", "fnd"]
+        .iter()
+        .map(|tool| config_dir.join(tool).join("ignore"))
+        .filter(|p| p.is_file())
+        .collect()
 }
 
 /// The ignore filter fd's options ask for, and whether the walk should skip
 /// hidden entries by itself instead.
-fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
+fn ignore_filter(
+    cli: &Cli,
+    roots: &[PathBuf],
+    hidden: bool,
+) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
     let u = cli.unrestricted();
     let read_fdignore = !(cli.no_ignore || u);
     let read_vcs = !(cli.no_ignore || u || cli.no_ignore_vcs);
     let read_global = !(cli.no_ignore || u || cli.no_global_ignore_file);
-    let global_files = if read_global { global_ignore_files() } else { Vec::new() };
+    let global_files = if read_global {
+        global_ignore_files()
+    } else {
+        Vec::new()
+    };
 
     let mut overrides = ignore::overrides::OverrideBuilder::new(&roots[0]);
     for glob in &cli.exclude {
-        overrides.add(&format!("!{glob}")).map_err(|e| format!("Malformed exclude pattern: {e}"))?;
+        overrides
+            .add(&format!("!{glob}"))
+            .map_err(|e| format!("Malformed exclude pattern: {e}"))?;
     }
-    let overrides = overrides.build().map_err(|_| "Mismatch in exclude patterns".to_string())?;
+    let overrides = overrides
+        .build()
+        .map_err(|_| "Mismatch in exclude patterns".to_string())?;
 
     let needed = read_fdignore
         || read_vcs
@@ -221,7 +258,9 @@ fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<I
             let (b, err) = builder.add_explicit(file, &cwd);
             builder = b;
             if let Some(err) = err.filter(|e| !e.is_partial()) {
-                print_error(format_args!("Malformed pattern in {what} ignore file. {err}."));
+                print_error(format_args!(
+                    "Malformed pattern in {what} ignore file. {err}."
+                ));
             }
         }
     }

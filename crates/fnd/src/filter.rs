@@ -20,7 +20,11 @@ pub struct Candidate<'a, 'e> {
 
 impl<'a, 'e> Candidate<'a, 'e> {
     pub fn new(entry: &'a RawEntry<'e>, follow: bool) -> Self {
-        Candidate { entry, follow, meta: OnceCell::new() }
+        Candidate {
+            entry,
+            follow,
+            meta: OnceCell::new(),
+        }
     }
 
     /// The type fd judges by: the link's target's when following links
@@ -38,7 +42,9 @@ impl<'a, 'e> Candidate<'a, 'e> {
         self.meta
             .get_or_init(|| {
                 let e = self.entry;
-                let follow = self.follow && e.file_type == FileType::Symlink && e.target_type != FileType::Symlink;
+                let follow = self.follow
+                    && e.file_type == FileType::Symlink
+                    && e.target_type != FileType::Symlink;
                 fnd_walk::meta::stat_at(e.dir_fd, e.name, follow).ok()
             })
             .as_ref()
@@ -49,7 +55,13 @@ impl<'a, 'e> Candidate<'a, 'e> {
     }
 
     fn is_executable(&self) -> bool {
-        rustix::fs::accessat(self.entry.dir_fd, self.entry.name, Access::EXEC_OK, AtFlags::EACCESS).is_ok()
+        rustix::fs::accessat(
+            self.entry.dir_fd,
+            self.entry.name,
+            Access::EXEC_OK,
+            AtFlags::EACCESS,
+        )
+        .is_ok()
     }
 
     fn is_empty(&self) -> bool {
@@ -64,7 +76,12 @@ impl<'a, 'e> Candidate<'a, 'e> {
 /// A directory with no entries but `.` and `..` (an unreadable one is not empty).
 fn dir_is_empty(entry: &RawEntry<'_>) -> bool {
     use rustix::fs::{Mode, OFlags};
-    let Ok(fd) = rustix::fs::openat(entry.dir_fd, entry.name, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+    let Ok(fd) = rustix::fs::openat(
+        entry.dir_fd,
+        entry.name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
         return false;
     };
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 1024];
@@ -134,7 +151,9 @@ impl TypeFilter {
             FileType::Fifo => self.pipe,
             FileType::Unknown => false,
         };
-        allowed && (!self.executable_only || c.is_executable()) && (!self.empty_only || c.is_empty())
+        allowed
+            && (!self.executable_only || c.is_executable())
+            && (!self.empty_only || c.is_empty())
     }
 }
 
@@ -150,7 +169,8 @@ impl SizeLimit {
     /// `[+-]NUM UNIT`, unit one of b, k, m, g, t, ki, mi, gi, ti (optionally
     /// followed by `b`), case-insensitive.
     pub fn parse(s: &str) -> Result<Self, String> {
-        Self::parse_opt(s).ok_or_else(|| format!("'{s}' is not a valid size constraint. See 'fnd --help'."))
+        Self::parse_opt(s)
+            .ok_or_else(|| format!("'{s}' is not a valid size constraint. See 'fnd --help'."))
     }
 
     fn parse_opt(s: &str) -> Option<Self> {
@@ -211,7 +231,13 @@ impl TimeLimit {
         } else if let Ok(ts) = s.parse::<Timestamp>() {
             Some(ts.into())
         } else if let Ok(dt) = s.parse::<DateTime>() {
-            Some(TimeZone::system().to_ambiguous_zoned(dt).later().ok()?.into())
+            Some(
+                TimeZone::system()
+                    .to_ambiguous_zoned(dt)
+                    .later()
+                    .ok()?
+                    .into(),
+            )
         } else {
             let secs: u64 = s.strip_prefix('@')?.parse().ok()?;
             UNIX_EPOCH.checked_add(Duration::from_secs(secs))
@@ -252,7 +278,10 @@ impl IdCheck {
         }
     }
 
-    fn parse(s: Option<&str>, lookup: impl Fn(&str) -> Result<u32, String>) -> Result<Self, String> {
+    fn parse(
+        s: Option<&str>,
+        lookup: impl Fn(&str) -> Result<u32, String>,
+    ) -> Result<Self, String> {
         let (s, equal) = match s {
             None | Some("") => return Ok(IdCheck::Any),
             Some(s) => match s.strip_prefix('!') {
@@ -264,13 +293,19 @@ impl IdCheck {
             Ok(id) => id,
             Err(_) => lookup(s)?,
         };
-        Ok(if equal { IdCheck::Is(id) } else { IdCheck::IsNot(id) })
+        Ok(if equal {
+            IdCheck::Is(id)
+        } else {
+            IdCheck::IsNot(id)
+        })
     }
 }
 
 /// The id a user or group name resolved to (`what` names which, for the error).
 fn by_name(name: &str, what: &str, found: nix::Result<Option<u32>>) -> Result<u32, String> {
-    found.map_err(|e| e.to_string())?.ok_or_else(|| format!("'{name}' is not a recognized {what} name"))
+    found
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("'{name}' is not a recognized {what} name"))
 }
 
 /// `-o/--owner [user|uid][:group|gid]`, each side negatable with `!`.
@@ -285,13 +320,23 @@ impl OwnerFilter {
         let mut it = input.split(':');
         let (user, group) = (it.next(), it.next());
         if it.next().is_some() {
-            return Err(format!("more than one ':' present in owner string '{input}'. See 'fnd --help'."));
+            return Err(format!(
+                "more than one ':' present in owner string '{input}'. See 'fnd --help'."
+            ));
         }
         let uid = IdCheck::parse(user, |name| {
-            by_name(name, "user", nix::unistd::User::from_name(name).map(|u| u.map(|u| u.uid.as_raw())))
+            by_name(
+                name,
+                "user",
+                nix::unistd::User::from_name(name).map(|u| u.map(|u| u.uid.as_raw())),
+            )
         })?;
         let gid = IdCheck::parse(group, |name| {
-            by_name(name, "group", nix::unistd::Group::from_name(name).map(|g| g.map(|g| g.gid.as_raw())))
+            by_name(
+                name,
+                "group",
+                nix::unistd::Group::from_name(name).map(|g| g.map(|g| g.gid.as_raw())),
+            )
         })?;
         Ok(OwnerFilter { uid, gid })
     }
@@ -317,7 +362,10 @@ pub struct EntryFilters {
 
 impl EntryFilters {
     pub fn is_empty(&self) -> bool {
-        self.types.is_none() && self.owner.is_none() && self.sizes.is_empty() && self.times.is_empty()
+        self.types.is_none()
+            && self.owner.is_none()
+            && self.sizes.is_empty()
+            && self.times.is_empty()
     }
 
     pub fn matches(&self, c: &Candidate<'_, '_>) -> bool {
@@ -336,14 +384,24 @@ impl EntryFilters {
             // the entry itself (the link's own size, without -L).
             let is_file = match c.file_type() {
                 FileType::File => true,
-                FileType::Symlink if !c.follow => c.stat_follow().is_some_and(|m| m.file_type() == FileType::File),
+                FileType::Symlink if !c.follow => c
+                    .stat_follow()
+                    .is_some_and(|m| m.file_type() == FileType::File),
                 _ => false,
             };
-            if !is_file || !c.metadata().is_some_and(|m| self.sizes.iter().all(|s| s.allows(m.size))) {
+            if !is_file
+                || !c
+                    .metadata()
+                    .is_some_and(|m| self.sizes.iter().all(|s| s.allows(m.size)))
+            {
                 return false;
             }
         }
-        if !self.times.is_empty() && !c.metadata().is_some_and(|m| self.times.iter().all(|t| t.allows(mtime(m)))) {
+        if !self.times.is_empty()
+            && !c
+                .metadata()
+                .is_some_and(|m| self.times.iter().all(|t| t.allows(mtime(m))))
+        {
             return false;
         }
         true
@@ -367,7 +425,13 @@ mod tests {
 
     #[test]
     fn owner_parses_like_fd() {
-        assert_eq!(OwnerFilter::parse("5:!8"), Ok(OwnerFilter { uid: IdCheck::Is(5), gid: IdCheck::IsNot(8) }));
+        assert_eq!(
+            OwnerFilter::parse("5:!8"),
+            Ok(OwnerFilter {
+                uid: IdCheck::Is(5),
+                gid: IdCheck::IsNot(8)
+            })
+        );
         assert_eq!(OwnerFilter::parse(":").unwrap().active(), None);
         assert!(OwnerFilter::parse("3:5:").is_err());
         assert_eq!(OwnerFilter::parse("root").unwrap().uid, IdCheck::Is(0));

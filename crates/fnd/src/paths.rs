@@ -21,7 +21,14 @@ pub struct PathStyle {
 impl PathStyle {
     /// Append the path of an entry (`prefix` is its parent's path and `/`)
     /// to `out`; directories get a trailing separator when `slash_dirs`.
-    pub fn write_entry_path(&self, out: &mut Vec<u8>, prefix: &[u8], name: &[u8], is_dir: bool, slash_dirs: bool) {
+    pub fn write_entry_path(
+        &self,
+        out: &mut Vec<u8>,
+        prefix: &[u8],
+        name: &[u8],
+        is_dir: bool,
+        slash_dirs: bool,
+    ) {
         let start = out.len();
         let mut prefix = prefix;
         if self.strip_cwd_prefix {
@@ -99,7 +106,10 @@ mod tests {
 
     #[test]
     fn strips_dot_slash_except_before_a_dash() {
-        let s = PathStyle { strip_cwd_prefix: true, separator: None };
+        let s = PathStyle {
+            strip_cwd_prefix: true,
+            separator: None,
+        };
         assert_eq!(write(&s, "./a/", "b", false), "a/b");
         assert_eq!(write(&s, "./", "-rf", false), "./-rf");
         assert_eq!(write(&s, "./", "d", true), "d/");
@@ -109,7 +119,10 @@ mod tests {
 
     #[test]
     fn separator_replaces_every_slash() {
-        let s = PathStyle { strip_cwd_prefix: true, separator: Some(b"::".to_vec()) };
+        let s = PathStyle {
+            strip_cwd_prefix: true,
+            separator: Some(b"::".to_vec()),
+        };
         assert_eq!(write(&s, "./a/", "b", true), "a::b::");
     }
 }

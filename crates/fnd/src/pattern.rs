@@ -58,7 +58,10 @@ pub fn check_not_a_path(pattern: &str) -> Result<(), String> {
 pub fn to_regex(pattern: &str, syntax: Syntax) -> Result<String, String> {
     Ok(match syntax {
         Syntax::Glob if !pattern.is_empty() => {
-            let glob = globset::GlobBuilder::new(pattern).literal_separator(true).build().map_err(|e| e.to_string())?;
+            let glob = globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| e.to_string())?;
             glob.regex().to_owned()
         }
         Syntax::Exact => format!("^{}$", regex::escape(pattern)),
@@ -68,7 +71,11 @@ pub fn to_regex(pattern: &str, syntax: Syntax) -> Result<String, String> {
 }
 
 fn parse(pattern: &str) -> Option<Hir> {
-    regex_syntax::ParserBuilder::new().utf8(false).build().parse(pattern).ok()
+    regex_syntax::ParserBuilder::new()
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()
 }
 
 /// Smart case: does the pattern spell an uppercase letter (not `\A`, not `\x4F`)?
@@ -79,10 +86,12 @@ pub fn has_uppercase(pattern: &str) -> bool {
                 Ok(s) => s.chars().any(char::is_uppercase),
                 Err(_) => bytes.iter().any(|b| char::from(*b).is_uppercase()),
             },
-            HirKind::Class(Class::Unicode(ranges)) => ranges.iter().any(|r| r.start().is_uppercase() || r.end().is_uppercase()),
-            HirKind::Class(Class::Bytes(ranges)) => {
-                ranges.iter().any(|r| char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase())
-            }
+            HirKind::Class(Class::Unicode(ranges)) => ranges
+                .iter()
+                .any(|r| r.start().is_uppercase() || r.end().is_uppercase()),
+            HirKind::Class(Class::Bytes(ranges)) => ranges.iter().any(|r| {
+                char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase()
+            }),
             HirKind::Capture(c) => walk(&c.sub),
             HirKind::Repetition(r) => walk(&r.sub),
             HirKind::Concat(hirs) | HirKind::Alternation(hirs) => hirs.iter().any(walk),
@@ -95,15 +104,26 @@ pub fn has_uppercase(pattern: &str) -> bool {
 /// Does the pattern only match names with a leading dot (`^\.foo`)? Those
 /// are hidden, so without `-H` the search cannot find anything.
 pub fn only_matches_hidden(pattern: &str) -> bool {
-    let Some(hir) = parse(pattern) else { return false };
-    let HirKind::Concat(hirs) = hir.kind() else { return false };
-    matches!(hirs.first().map(Hir::kind), Some(HirKind::Look(Look::Start)))
-        && matches!(hirs.get(1).map(Hir::kind), Some(HirKind::Literal(Literal(b))) if b.starts_with(b"."))
+    let Some(hir) = parse(pattern) else {
+        return false;
+    };
+    let HirKind::Concat(hirs) = hir.kind() else {
+        return false;
+    };
+    matches!(
+        hirs.first().map(Hir::kind),
+        Some(HirKind::Look(Look::Start))
+    ) && matches!(hirs.get(1).map(Hir::kind), Some(HirKind::Literal(Literal(b))) if b.starts_with(b"."))
 }
 
 impl NameMatcher {
     /// Compile the patterns (regex sources) and extensions.
-    pub fn new(sources: &[String], case_sensitive: bool, extensions: &[String], full_path_base: Option<Vec<u8>>) -> Result<Self, String> {
+    pub fn new(
+        sources: &[String],
+        case_sensitive: bool,
+        extensions: &[String],
+        full_path_base: Option<Vec<u8>>,
+    ) -> Result<Self, String> {
         let patterns = sources
             .iter()
             .filter(|s| !s.is_empty())
@@ -120,10 +140,21 @@ impl NameMatcher {
         let extensions = if extensions.is_empty() {
             None
         } else {
-            let sources = extensions.iter().map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))));
-            Some(RegexSetBuilder::new(sources).case_insensitive(true).build().map_err(|e| e.to_string())?)
+            let sources = extensions
+                .iter()
+                .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))));
+            Some(
+                RegexSetBuilder::new(sources)
+                    .case_insensitive(true)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            )
         };
-        Ok(NameMatcher { patterns, extensions, full_path_base })
+        Ok(NameMatcher {
+            patterns,
+            extensions,
+            full_path_base,
+        })
     }
 
     /// True when every name matches (no pattern, no extension).
@@ -146,7 +177,9 @@ impl NameMatcher {
                 return false;
             }
         }
-        self.extensions.as_ref().is_none_or(|set| set.is_match(name))
+        self.extensions
+            .as_ref()
+            .is_none_or(|set| set.is_match(name))
     }
 }
 

@@ -6,14 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use fnd_walk::ignore::IgnoreFilter;
-use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
+use fnd_walk::{
+    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor,
+    WalkBuilder,
+};
 
 use crate::cli::SortArg;
 use crate::config::Config;
 use crate::error::{print_error, Outcome};
 use crate::filter::{Candidate, EntryFilters};
-use crate::results::{ResultWriter, Sink};
 use crate::pattern::NameMatcher;
+use crate::results::{ResultWriter, Sink};
 
 /// The walk's filter: ignore rules first, then the search criteria.
 struct Finder {
@@ -31,8 +34,13 @@ thread_local! {
 
 impl Finder {
     fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        let name_ok = SCRATCH.with_borrow_mut(|scratch| self.matcher.matches(entry.parent_prefix, entry.name, scratch));
-        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+        let name_ok = SCRATCH.with_borrow_mut(|scratch| {
+            self.matcher
+                .matches(entry.parent_prefix, entry.name, scratch)
+        });
+        name_ok
+            && (self.filters.is_empty()
+                || self.filters.matches(&Candidate::new(entry, self.follow)))
     }
 }
 
@@ -55,9 +63,15 @@ impl EntryFilter for Finder {
             return base;
         }
         if self.is_result(entry) {
-            Decision { emit: true, descend: base.descend && !self.prune }
+            Decision {
+                emit: true,
+                descend: base.descend && !self.prune,
+            }
         } else {
-            Decision { emit: false, descend: base.descend }
+            Decision {
+                emit: false,
+                descend: base.descend,
+            }
         }
     }
 }
@@ -153,15 +167,25 @@ fn sorted_by(chunk: &Chunk, key: SortArg) -> Vec<usize> {
 pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     let ignore = cfg.ignore.take();
     // A root holding an --ignore-contain marker yields nothing, as in fd.
-    let roots: Vec<_> = cfg.roots.iter().filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r))).cloned().collect();
+    let roots: Vec<_> = cfg
+        .roots
+        .iter()
+        .filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r)))
+        .cloned()
+        .collect();
     let Some(first) = roots.first() else {
-        return if cfg.quiet { Outcome::HasResults(false) } else { Outcome::Success };
+        return if cfg.quiet {
+            Outcome::HasResults(false)
+        } else {
+            Outcome::Success
+        };
     };
     let mut builder = WalkBuilder::new(first);
     for root in &roots[1..] {
         builder = builder.add_root(root);
     }
-    let needs_finder = ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
+    let needs_finder =
+        ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
     let finder = needs_finder.then(|| {
         Arc::new(Finder {
             ignore,
@@ -185,10 +209,23 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
         .filter(finder);
 
     let stdout = sink.stdout();
-    let shared = Shared { cfg: &cfg, results: AtomicUsize::new(0), found: AtomicBool::new(false) };
-    builder.visit(|| Printer { shared: &shared, out: sink.writer() }, drop);
+    let shared = Shared {
+        cfg: &cfg,
+        results: AtomicUsize::new(0),
+        found: AtomicBool::new(false),
+    };
+    builder.visit(
+        || Printer {
+            shared: &shared,
+            out: sink.writer(),
+        },
+        drop,
+    );
     if let Some(errno) = stdout.failure() {
-        print_error(format_args!("Could not write to output: {}", std::io::Error::from(errno)));
+        print_error(format_args!(
+            "Could not write to output: {}",
+            std::io::Error::from(errno)
+        ));
         return Outcome::Error;
     }
     if stdout.is_broken() {

@@ -33,9 +33,18 @@ fn run(program: &Path, args: &[&str], cwd: &Path, home: &Path) -> Run {
         .env("NO_COLOR", "1")
         .output()
         .expect("run");
-    let mut lines: Vec<Vec<u8>> = out.stdout.split(|&b| b == b'\n' || b == 0).filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect();
+    let mut lines: Vec<Vec<u8>> = out
+        .stdout
+        .split(|&b| b == b'\n' || b == 0)
+        .filter(|l| !l.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
     lines.sort();
-    Run { code: out.status.code().unwrap_or(-1), lines, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        lines,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 fn sorted_lines(s: &str) -> Vec<&str> {
@@ -191,11 +200,23 @@ fn fnd_agrees_with_fd() {
             let want = run(fd, &args, &root, &home);
             let got = run(&fnd, &args, &root, &home);
             compared += 1;
-            let fd_err = want.stderr.replace("[fd error]", "[fnd error]").replace("'fd ", "'fnd ").replace("fd --", "fnd --").replace("  fd .", "  fnd .");
+            let fd_err = want
+                .stderr
+                .replace("[fd error]", "[fnd error]")
+                .replace("'fd ", "'fnd ")
+                .replace("fd --", "fnd --")
+                .replace("  fd .", "  fnd .");
             // Errors of parallel threads come in any order; usage errors need only agree on the exit code.
-            let stderr_agrees = sorted_lines(&fd_err) == sorted_lines(&got.stderr) || (want.code == 2 && got.code == 2);
+            let stderr_agrees = sorted_lines(&fd_err) == sorted_lines(&got.stderr)
+                || (want.code == 2 && got.code == 2);
             if want.code != got.code || want.lines != got.lines || !stderr_agrees {
-                let show = |r: &Run| r.lines.iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect::<Vec<_>>().join(" | ");
+                let show = |r: &Run| {
+                    r.lines
+                        .iter()
+                        .map(|l| String::from_utf8_lossy(l).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                };
                 failures.push(format!(
                     "[git={in_git}] `{case}`:\n  fd  ({}) {}\n      stderr: {}\n  fnd ({}) {}\n      stderr: {}",
                     want.code,
@@ -208,5 +229,10 @@ fn fnd_agrees_with_fd() {
             }
         }
     }
-    assert!(failures.is_empty(), "{} of {compared} cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -12,7 +12,22 @@ use find_tree::{expect, fnd, fnd_env, git_init, make, write};
 fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let root = t.path().join("outer/tree");
-    make(&root, &["a.txt", "a.log", "keep.log", "up.txt", ".hidden", ".hdir/x", "dot.tmp", "fd.bak", "sub/b.log", "sub/c.rs", "vendor/lib.rs"]);
+    make(
+        &root,
+        &[
+            "a.txt",
+            "a.log",
+            "keep.log",
+            "up.txt",
+            ".hidden",
+            ".hdir/x",
+            "dot.tmp",
+            "fd.bak",
+            "sub/b.log",
+            "sub/c.rs",
+            "vendor/lib.rs",
+        ],
+    );
     write(&t.path().join("outer"), ".ignore", "up*\n");
     write(&root, ".gitignore", "*.log\n!keep.log\nvendor/\n");
     write(&root, ".ignore", "*.tmp\n");
@@ -24,7 +39,19 @@ fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
 fn gitignore_applies_only_inside_a_repository() {
     let (_t, root) = tree();
     let outside = fnd(&root, &[]);
-    assert_eq!(outside.sorted(), expect(&["a.log", "a.txt", "keep.log", "sub/", "sub/b.log", "sub/c.rs", "vendor/", "vendor/lib.rs"]));
+    assert_eq!(
+        outside.sorted(),
+        expect(&[
+            "a.log",
+            "a.txt",
+            "keep.log",
+            "sub/",
+            "sub/b.log",
+            "sub/c.rs",
+            "vendor/",
+            "vendor/lib.rs"
+        ])
+    );
     assert_eq!(
         fnd(&root, &["--no-require-git"]).sorted(),
         expect(&["a.txt", "keep.log", "sub/", "sub/c.rs"])
@@ -33,10 +60,22 @@ fn gitignore_applies_only_inside_a_repository() {
         return;
     }
     write(&root, ".git/info/exclude", "c.rs\n");
-    assert_eq!(fnd(&root, &[]).sorted(), expect(&["a.txt", "keep.log", "sub/"]));
+    assert_eq!(
+        fnd(&root, &[]).sorted(),
+        expect(&["a.txt", "keep.log", "sub/"])
+    );
     assert_eq!(
         fnd(&root, &["--no-ignore-vcs"]).sorted(),
-        expect(&["a.log", "a.txt", "keep.log", "sub/", "sub/b.log", "sub/c.rs", "vendor/", "vendor/lib.rs"])
+        expect(&[
+            "a.log",
+            "a.txt",
+            "keep.log",
+            "sub/",
+            "sub/b.log",
+            "sub/c.rs",
+            "vendor/",
+            "vendor/lib.rs"
+        ])
     );
 }
 
@@ -44,24 +83,33 @@ fn gitignore_applies_only_inside_a_repository() {
 fn hidden_and_unrestricted() {
     let (_t, root) = tree();
     let all_hidden = fnd(&root, &["-H"]).sorted();
-    assert!(all_hidden.contains(&".hidden".to_string()) && all_hidden.contains(&".hdir/x".to_string()));
+    assert!(
+        all_hidden.contains(&".hidden".to_string()) && all_hidden.contains(&".hdir/x".to_string())
+    );
     assert!(!all_hidden.contains(&"dot.tmp".to_string()));
     let no_ignore = fnd(&root, &["-I"]).sorted();
-    assert!(no_ignore.contains(&"dot.tmp".to_string()) && no_ignore.contains(&"up.txt".to_string()));
+    assert!(
+        no_ignore.contains(&"dot.tmp".to_string()) && no_ignore.contains(&"up.txt".to_string())
+    );
     assert!(!no_ignore.contains(&".hidden".to_string()));
     let u = fnd(&root, &["-u"]).sorted();
     assert_eq!(u, fnd(&root, &["-HI"]).sorted());
     assert_eq!(u, fnd(&root, &["-uu"]).sorted());
     assert!(u.contains(&".gitignore".to_string()) && u.contains(&"fd.bak".to_string()));
     // --no-hidden undoes -H.
-    assert_eq!(fnd(&root, &["-H", "--no-hidden"]).sorted(), fnd(&root, &[]).sorted());
+    assert_eq!(
+        fnd(&root, &["-H", "--no-hidden"]).sorted(),
+        fnd(&root, &[]).sorted()
+    );
 }
 
 #[test]
 fn parent_ignore_files() {
     let (_t, root) = tree();
     assert!(!fnd(&root, &[]).sorted().contains(&"up.txt".to_string()));
-    assert!(fnd(&root, &["--no-ignore-parent"]).sorted().contains(&"up.txt".to_string()));
+    assert!(fnd(&root, &["--no-ignore-parent"])
+        .sorted()
+        .contains(&"up.txt".to_string()));
 }
 
 #[test]
@@ -71,29 +119,51 @@ fn explicit_and_global_ignore_files() {
     let out = fnd(&root, &["--ignore-file", "my.ignore", "-e", "rs"]);
     assert_eq!(out.sorted(), expect(&["vendor/lib.rs"]));
     // An explicit ignore file applies even with -u, as in fd.
-    assert!(!fnd(&root, &["-u", "--ignore-file", "my.ignore"]).sorted().contains(&"sub/c.rs".to_string()));
+    assert!(!fnd(&root, &["-u", "--ignore-file", "my.ignore"])
+        .sorted()
+        .contains(&"sub/c.rs".to_string()));
 
     let config = t.path().join("config");
     write(&config, "fd/ignore", "a.txt\n");
     let env = [("XDG_CONFIG_HOME", config.as_os_str())];
-    assert!(!find_tree::fnd_env(&root, &[], &env).sorted().contains(&"a.txt".to_string()));
-    assert!(fnd_env(&root, &["--no-global-ignore-file"], &env).sorted().contains(&"a.txt".to_string()));
-    assert!(fnd_env(&root, &["-I"], &env).sorted().contains(&"a.txt".to_string()));
+    assert!(!find_tree::fnd_env(&root, &[], &env)
+        .sorted()
+        .contains(&"a.txt".to_string()));
+    assert!(fnd_env(&root, &["--no-global-ignore-file"], &env)
+        .sorted()
+        .contains(&"a.txt".to_string()));
+    assert!(fnd_env(&root, &["-I"], &env)
+        .sorted()
+        .contains(&"a.txt".to_string()));
     let _ = OsStr::new("");
 }
 
 #[test]
 fn excludes_override_everything() {
     let (_t, root) = tree();
-    assert_eq!(fnd(&root, &["-E", "*.log", "-E", "vendor"]).sorted(), expect(&["a.txt", "sub/", "sub/c.rs"]));
+    assert_eq!(
+        fnd(&root, &["-E", "*.log", "-E", "vendor"]).sorted(),
+        expect(&["a.txt", "sub/", "sub/c.rs"])
+    );
     // Applied even with -u, and a directory excluded is not entered.
     let u = fnd(&root, &["-u", "-E", "sub", "-E", ".*"]).sorted();
-    assert!(!u.iter().any(|p| p.starts_with("sub") || p.starts_with('.')), "{u:?}");
+    assert!(
+        !u.iter().any(|p| p.starts_with("sub") || p.starts_with('.')),
+        "{u:?}"
+    );
     // A glob with a slash is anchored at the search root.
-    assert_eq!(fnd(&root, &["-E", "sub/*.rs", "-e", "rs"]).sorted(), expect(&["vendor/lib.rs"]));
+    assert_eq!(
+        fnd(&root, &["-E", "sub/*.rs", "-e", "rs"]).sorted(),
+        expect(&["vendor/lib.rs"])
+    );
     let bad = fnd(&root, &["-E", "["]);
     assert_eq!(bad.code, 1);
-    assert!(bad.stderr.starts_with("[fnd error]: Malformed exclude pattern"), "{}", bad.stderr);
+    assert!(
+        bad.stderr
+            .starts_with("[fnd error]: Malformed exclude pattern"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]

@@ -10,34 +10,83 @@ use find_tree::{expect, fnd, make};
 
 fn tree() -> tempfile::TempDir {
     let t = tempfile::tempdir().unwrap();
-    make(t.path(), &["Readme.md", "readme.txt", "src/main.rs", "src/lib.rs", "src/a.b.rs", "notes/", "x.tar.gz", "y.TXT", ".txt"]);
+    make(
+        t.path(),
+        &[
+            "Readme.md",
+            "readme.txt",
+            "src/main.rs",
+            "src/lib.rs",
+            "src/a.b.rs",
+            "notes/",
+            "x.tar.gz",
+            "y.TXT",
+            ".txt",
+        ],
+    );
     t
 }
 
 #[test]
 fn regex_matches_names_with_smart_case() {
     let t = tree();
-    assert_eq!(fnd(t.path(), &["readme"]).sorted(), expect(&["Readme.md", "readme.txt"]));
+    assert_eq!(
+        fnd(t.path(), &["readme"]).sorted(),
+        expect(&["Readme.md", "readme.txt"])
+    );
     assert_eq!(fnd(t.path(), &["Readme"]).sorted(), expect(&["Readme.md"]));
-    assert_eq!(fnd(t.path(), &["-s", "readme"]).sorted(), expect(&["readme.txt"]));
-    assert_eq!(fnd(t.path(), &["-i", "README"]).sorted(), expect(&["Readme.md", "readme.txt"]));
+    assert_eq!(
+        fnd(t.path(), &["-s", "readme"]).sorted(),
+        expect(&["readme.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-i", "README"]).sorted(),
+        expect(&["Readme.md", "readme.txt"])
+    );
     // The last of -s/-i wins.
-    assert_eq!(fnd(t.path(), &["-i", "-s", "readme"]).sorted(), expect(&["readme.txt"]));
-    assert_eq!(fnd(t.path(), &["^ma.*rs$"]).sorted(), expect(&["src/main.rs"]));
+    assert_eq!(
+        fnd(t.path(), &["-i", "-s", "readme"]).sorted(),
+        expect(&["readme.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["^ma.*rs$"]).sorted(),
+        expect(&["src/main.rs"])
+    );
 }
 
 #[test]
 fn glob_fixed_exact_and() {
     let t = tree();
-    assert_eq!(fnd(t.path(), &["-g", "*.rs"]).sorted(), expect(&["src/a.b.rs", "src/lib.rs", "src/main.rs"]));
+    assert_eq!(
+        fnd(t.path(), &["-g", "*.rs"]).sorted(),
+        expect(&["src/a.b.rs", "src/lib.rs", "src/main.rs"])
+    );
     // Without -p a glob sees the name only; '*' never crosses '/'.
-    assert_eq!(fnd(t.path(), &["-p", "-g", "**/src/*.rs"]).sorted(), expect(&["src/a.b.rs", "src/lib.rs", "src/main.rs"]));
-    assert_eq!(fnd(t.path(), &["-F", "a.b"]).sorted(), expect(&["src/a.b.rs"]));
-    assert_eq!(fnd(t.path(), &["--exact", "lib.rs"]).sorted(), expect(&["src/lib.rs"]));
-    assert_eq!(fnd(t.path(), &["--exact", "lib"]).sorted(), Vec::<String>::new());
-    assert_eq!(fnd(t.path(), &["rs", "--and", "^m", "--and", "n"]).sorted(), expect(&["src/main.rs"]));
+    assert_eq!(
+        fnd(t.path(), &["-p", "-g", "**/src/*.rs"]).sorted(),
+        expect(&["src/a.b.rs", "src/lib.rs", "src/main.rs"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-F", "a.b"]).sorted(),
+        expect(&["src/a.b.rs"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["--exact", "lib.rs"]).sorted(),
+        expect(&["src/lib.rs"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["--exact", "lib"]).sorted(),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        fnd(t.path(), &["rs", "--and", "^m", "--and", "n"]).sorted(),
+        expect(&["src/main.rs"])
+    );
     // --regex after -g switches back.
-    assert_eq!(fnd(t.path(), &["-g", "--regex", "^no"]).sorted(), expect(&["notes/"]));
+    assert_eq!(
+        fnd(t.path(), &["-g", "--regex", "^no"]).sorted(),
+        expect(&["notes/"])
+    );
 }
 
 #[test]
@@ -45,17 +94,32 @@ fn full_path_matches_the_absolute_path() {
     let t = tree();
     let out = fnd(t.path(), &["-p", "src/m"]);
     assert_eq!(out.sorted(), expect(&["src/main.rs"]));
-    assert_eq!(fnd(t.path(), &["-p", "^/.*notes$"]).sorted(), expect(&["notes/"]));
+    assert_eq!(
+        fnd(t.path(), &["-p", "^/.*notes$"]).sorted(),
+        expect(&["notes/"])
+    );
 }
 
 #[test]
 fn extensions() {
     let t = tree();
-    assert_eq!(fnd(t.path(), &["-e", "txt"]).sorted(), expect(&["readme.txt", "y.TXT"]));
-    assert_eq!(fnd(t.path(), &["-e", "tar.gz"]).sorted(), expect(&["x.tar.gz"]));
-    assert_eq!(fnd(t.path(), &["-e", ".gz", "-e", "md"]).sorted(), expect(&["Readme.md", "x.tar.gz"]));
+    assert_eq!(
+        fnd(t.path(), &["-e", "txt"]).sorted(),
+        expect(&["readme.txt", "y.TXT"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-e", "tar.gz"]).sorted(),
+        expect(&["x.tar.gz"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-e", ".gz", "-e", "md"]).sorted(),
+        expect(&["Readme.md", "x.tar.gz"])
+    );
     // A hidden file named `.txt` has no extension.
-    assert_eq!(fnd(t.path(), &["-H", "-e", "txt"]).sorted(), expect(&["readme.txt", "y.TXT"]));
+    assert_eq!(
+        fnd(t.path(), &["-H", "-e", "txt"]).sorted(),
+        expect(&["readme.txt", "y.TXT"])
+    );
 }
 
 #[test]
@@ -73,13 +137,26 @@ fn patterns_that_cannot_match_are_errors() {
     let t = tree();
     let out = fnd(t.path(), &["src/main"]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.starts_with("[fnd error]: The search pattern 'src/main' contains a path-separation character"), "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(
+            "[fnd error]: The search pattern 'src/main' contains a path-separation character"
+        ),
+        "{}",
+        out.stderr
+    );
     let out = fnd(t.path(), &["x", "--and", "a/b"]);
     assert_eq!(out.code, 1);
     let out = fnd(t.path(), &["^\\.txt"]);
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("only match files with a leading dot"), "{}", out.stderr);
-    assert_eq!(fnd(t.path(), &["-H", "^\\.txt"]).sorted(), expect(&[".txt"]));
+    assert!(
+        out.stderr.contains("only match files with a leading dot"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        fnd(t.path(), &["-H", "^\\.txt"]).sorted(),
+        expect(&[".txt"])
+    );
     let out = fnd(t.path(), &["(unclosed"]);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("--fixed-strings"), "{}", out.stderr);

@@ -41,7 +41,12 @@ fn usage_errors_exit_2() {
     let t = tree();
     let out = fnd(t.path(), &["--no-such-option"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.starts_with("error: unexpected argument '--no-such-option'"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error: unexpected argument '--no-such-option'"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(fnd(t.path(), &["-d"]).code, 2);
     assert_eq!(fnd(t.path(), &["-d", "x"]).code, 2);
     assert_eq!(fnd(t.path(), &["--version"]).code, 0);
@@ -52,15 +57,33 @@ fn path_text() {
     let t = tree();
     let out = fnd(t.path(), &["-0", "b.txt"]);
     assert_eq!(out.stdout, b"./a/b.txt\0");
-    assert_eq!(fnd(t.path(), &["-0", "--strip-cwd-prefix", "b.txt"]).stdout, b"a/b.txt\0");
-    assert_eq!(fnd(t.path(), &["--strip-cwd-prefix=never", "b.txt"]).stdout, b"./a/b.txt\n");
-    assert_eq!(fnd(t.path(), &["--path-separator", "\\", "b.txt"]).stdout, b"a\\b.txt\n");
-    assert_eq!(fnd(t.path(), &["--path-separator", "::", "-td"]).stdout, b"a::\n");
+    assert_eq!(
+        fnd(t.path(), &["-0", "--strip-cwd-prefix", "b.txt"]).stdout,
+        b"a/b.txt\0"
+    );
+    assert_eq!(
+        fnd(t.path(), &["--strip-cwd-prefix=never", "b.txt"]).stdout,
+        b"./a/b.txt\n"
+    );
+    assert_eq!(
+        fnd(t.path(), &["--path-separator", "\\", "b.txt"]).stdout,
+        b"a\\b.txt\n"
+    );
+    assert_eq!(
+        fnd(t.path(), &["--path-separator", "::", "-td"]).stdout,
+        b"a::\n"
+    );
     // './' stays before a name starting with '-' so no command reads it as an option.
     assert_eq!(fnd(t.path(), &["dash"]).stdout, b"./-dash\n");
     let abs = std::fs::canonicalize(t.path()).unwrap();
     let out = fnd(t.path(), &["-a", "b.txt"]);
-    assert_eq!(out.sorted(), expect(&[&format!("{}/a/b.txt", abs.display())]));
+    assert_eq!(
+        out.sorted(),
+        expect(&[&format!("{}/a/b.txt", abs.display())])
+    );
     let out = fnd(t.path(), &["-a", "b.txt", "a"]);
-    assert_eq!(out.sorted(), expect(&[&format!("{}/a/b.txt", abs.display())]));
+    assert_eq!(
+        out.sorted(),
+        expect(&[&format!("{}/a/b.txt", abs.display())])
+    );
 }

@@ -16,10 +16,22 @@ fn tree() -> tempfile::TempDir {
 #[test]
 fn depth_limits() {
     let t = tree();
-    assert_eq!(fnd(t.path(), &["-d", "1"]).sorted(), expect(&["a/", "e/", "top.txt"]));
-    assert_eq!(fnd(t.path(), &["--min-depth", "3"]).sorted(), expect(&["a/b/c/", "a/b/c/d.txt"]));
-    assert_eq!(fnd(t.path(), &["--exact-depth", "2"]).sorted(), expect(&["a/b/", "a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["-d", "2", "--max-depth", "1"]).sorted(), expect(&["a/", "e/", "top.txt"]));
+    assert_eq!(
+        fnd(t.path(), &["-d", "1"]).sorted(),
+        expect(&["a/", "e/", "top.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["--min-depth", "3"]).sorted(),
+        expect(&["a/b/c/", "a/b/c/d.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["--exact-depth", "2"]).sorted(),
+        expect(&["a/b/", "a/x.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-d", "2", "--max-depth", "1"]).sorted(),
+        expect(&["a/", "e/", "top.txt"])
+    );
     assert_eq!(fnd(t.path(), &["--exact-depth", "1", "-d", "1"]).code, 2);
 }
 
@@ -27,8 +39,14 @@ fn depth_limits() {
 fn prune_stops_at_matching_directories() {
     let t = tree();
     make(t.path(), &["a/b/b.txt"]);
-    assert_eq!(fnd(t.path(), &["--prune", "^b"]).sorted(), expect(&["a/b/"]));
-    assert_eq!(fnd(t.path(), &["^b"]).sorted(), expect(&["a/b/", "a/b/b.txt"]));
+    assert_eq!(
+        fnd(t.path(), &["--prune", "^b"]).sorted(),
+        expect(&["a/b/"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["^b"]).sorted(),
+        expect(&["a/b/", "a/b/b.txt"])
+    );
 }
 
 #[test]
@@ -43,7 +61,12 @@ fn follow_links_and_report_loops() {
     let out = fnd(t.path(), &["-L", "--show-errors", "^up$"]);
     assert_eq!(out.code, 0);
     assert_eq!(out.stdout, b"");
-    assert!(out.stderr.contains("[fnd error]: File system loop found: ./a/b/up points to an ancestor ./a"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("[fnd error]: File system loop found: ./a/b/up points to an ancestor ./a"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
@@ -51,8 +74,16 @@ fn threads_must_be_positive() {
     let t = tree();
     let out = fnd(t.path(), &["-j", "0"]);
     assert_eq!(out.code, 2);
-    assert!(out.stderr.contains("invalid value '0' for '--threads <num>'"), "{}", out.stderr);
-    assert_eq!(fnd(t.path(), &["-j", "1"]).sorted(), fnd(t.path(), &[]).sorted());
+    assert!(
+        out.stderr
+            .contains("invalid value '0' for '--threads <num>'"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        fnd(t.path(), &["-j", "1"]).sorted(),
+        fnd(t.path(), &[]).sorted()
+    );
 }
 
 #[test]
@@ -62,9 +93,22 @@ fn roots_are_spelt_like_fd() {
     assert_eq!(fnd(t.path(), &["^x", "."]).sorted(), expect(&["./a/x.txt"]));
     assert_eq!(fnd(t.path(), &["^x", "a"]).sorted(), expect(&["a/x.txt"]));
     assert_eq!(fnd(t.path(), &["^x", "a/"]).sorted(), expect(&["a/x.txt"]));
-    assert_eq!(fnd(&t.path().join("a/b"), &["^x", "../.."]).sorted(), expect(&["../../a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["--search-path", "a", "--search-path", "e", "-tf"]).sorted(), expect(&["a/b/c/d.txt", "a/x.txt"]));
-    assert_eq!(fnd(t.path(), &["-C", "a", "-tf"]).sorted(), expect(&["b/c/d.txt", "x.txt"]));
+    assert_eq!(
+        fnd(&t.path().join("a/b"), &["^x", "../.."]).sorted(),
+        expect(&["../../a/x.txt"])
+    );
+    assert_eq!(
+        fnd(
+            t.path(),
+            &["--search-path", "a", "--search-path", "e", "-tf"]
+        )
+        .sorted(),
+        expect(&["a/b/c/d.txt", "a/x.txt"])
+    );
+    assert_eq!(
+        fnd(t.path(), &["-C", "a", "-tf"]).sorted(),
+        expect(&["b/c/d.txt", "x.txt"])
+    );
 }
 
 #[test]
@@ -73,13 +117,19 @@ fn bad_roots() {
     let out = fnd(t.path(), &["^x", "missing", "a"]);
     assert_eq!(out.code, 0);
     assert_eq!(out.sorted(), expect(&["a/x.txt"]));
-    assert_eq!(out.stderr, "[fnd error]: Search path 'missing' is not a directory.\n");
+    assert_eq!(
+        out.stderr,
+        "[fnd error]: Search path 'missing' is not a directory.\n"
+    );
     let out = fnd(t.path(), &["^x", "top.txt"]);
     assert_eq!(out.code, 1);
     assert_eq!(out.stderr, "[fnd error]: Search path 'top.txt' is not a directory.\n[fnd error]: No valid search paths given.\n");
     let out = fnd(t.path(), &["-C", "nowhere"]);
     assert_eq!(out.code, 1);
-    assert_eq!(out.stderr, "[fnd error]: The '--base-directory' path 'nowhere' is not a directory.\n");
+    assert_eq!(
+        out.stderr,
+        "[fnd error]: The '--base-directory' path 'nowhere' is not a directory.\n"
+    );
     assert_eq!(fnd(t.path(), &["^x", "a", "--search-path", "e"]).code, 2);
 }
 
@@ -89,9 +139,39 @@ fn sorted_orders_stream_in_tree_order() {
     make(t.path(), &["a/a.txt", "a/z/", "b.txt", "e/f.txt"]);
     // Each directory's entries come sorted, then its subdirectories in that order.
     let dfs = fnd(t.path(), &["--sort", "name"]).lines();
-    assert_eq!(dfs, ["a/", "b.txt", "e/", "top.txt", "a/a.txt", "a/b/", "a/x.txt", "a/z/", "a/b/c/", "a/b/c/d.txt", "e/f.txt"]);
+    assert_eq!(
+        dfs,
+        [
+            "a/",
+            "b.txt",
+            "e/",
+            "top.txt",
+            "a/a.txt",
+            "a/b/",
+            "a/x.txt",
+            "a/z/",
+            "a/b/c/",
+            "a/b/c/d.txt",
+            "e/f.txt"
+        ]
+    );
     let bfs = fnd(t.path(), &["--sort", "name", "--order", "bfs"]).lines();
-    assert_eq!(bfs, ["a/", "b.txt", "e/", "top.txt", "a/a.txt", "a/b/", "a/x.txt", "a/z/", "e/f.txt", "a/b/c/", "a/b/c/d.txt"]);
+    assert_eq!(
+        bfs,
+        [
+            "a/",
+            "b.txt",
+            "e/",
+            "top.txt",
+            "a/a.txt",
+            "a/b/",
+            "a/x.txt",
+            "a/z/",
+            "e/f.txt",
+            "a/b/c/",
+            "a/b/c/d.txt"
+        ]
+    );
 }
 
 #[test]
@@ -101,7 +181,15 @@ fn sort_by_size_and_time() {
     find_tree::write(t.path(), "small", "x");
     find_tree::write(t.path(), "mid", &"x".repeat(100));
     let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-    std::fs::File::options().write(true).open(t.path().join("big")).unwrap().set_modified(old).unwrap();
-    assert_eq!(fnd(t.path(), &["--sort", "size"]).lines(), ["small", "mid", "big"]);
+    std::fs::File::options()
+        .write(true)
+        .open(t.path().join("big"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    assert_eq!(
+        fnd(t.path(), &["--sort", "size"]).lines(),
+        ["small", "mid", "big"]
+    );
     assert_eq!(fnd(t.path(), &["--sort", "mtime"]).lines()[0], "big");
 }

@@ -170,7 +170,11 @@ impl IgnoreBuilder {
         } else {
             Gitignore::empty()
         };
-        let mut probes: Vec<Vec<u8>> = self.custom_names.iter().map(|n| n.as_bytes().to_vec()).collect();
+        let mut probes: Vec<Vec<u8>> = self
+            .custom_names
+            .iter()
+            .map(|n| n.as_bytes().to_vec())
+            .collect();
         for (wanted, name) in [
             (self.dot_ignore, &b".ignore"[..]),
             (self.git_ignore, b".gitignore"),
@@ -181,11 +185,18 @@ impl IgnoreBuilder {
                 probes.push(name.to_vec());
             }
         }
-        let mut filter = IgnoreFilter { opts: self, probes, global, roots: HashMap::new() };
+        let mut filter = IgnoreFilter {
+            opts: self,
+            probes,
+            global,
+            roots: HashMap::new(),
+        };
         for root in roots {
             let path = root.as_ref();
             let above = filter.levels_above(path);
-            filter.roots.insert(path.as_os_str().as_bytes().to_vec(), above);
+            filter
+                .roots
+                .insert(path.as_os_str().as_bytes().to_vec(), above);
         }
         filter
     }
@@ -202,7 +213,10 @@ struct Rules {
 
 impl Rules {
     fn is_empty(&self) -> bool {
-        self.custom.is_none() && self.dot_ignore.is_none() && self.git_ignore.is_none() && self.git_exclude.is_none()
+        self.custom.is_none()
+            && self.dot_ignore.is_none()
+            && self.git_ignore.is_none()
+            && self.git_exclude.is_none()
     }
 }
 
@@ -260,7 +274,10 @@ impl Lookup<'_> {
     /// Might `name` (or, for a path, its first component) exist?
     fn may_exist(&self, name: &[u8]) -> bool {
         let first = name.split(|&b| b == b'/').next().unwrap_or(name);
-        match (self.present, self.probes.iter().position(|p| p.as_slice() == first)) {
+        match (
+            self.present,
+            self.probes.iter().position(|p| p.as_slice() == first),
+        ) {
             (Some(present), Some(i)) => present[i],
             _ => true,
         }
@@ -270,7 +287,13 @@ impl Lookup<'_> {
         if !self.may_exist(name) {
             return None;
         }
-        let fd = rustix::fs::openat(self.dir, name, OFlags::RDONLY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+        let fd = rustix::fs::openat(
+            self.dir,
+            name,
+            OFlags::RDONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
         let mut bytes = Vec::new();
         std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
         Some(bytes)
@@ -289,7 +312,9 @@ fn exists_at(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
 fn rules_from(dir: &Lookup<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignore> {
     let mut builder: Option<GitignoreBuilder> = None;
     for name in names {
-        let Some(bytes) = dir.read(name) else { continue };
+        let Some(bytes) = dir.read(name) else {
+            continue;
+        };
         let b = builder.get_or_insert_with(|| GitignoreBuilder::new(OsStr::from_bytes(base)));
         let mut from = base.to_vec();
         from.push(b'/');
@@ -298,12 +323,18 @@ fn rules_from(dir: &Lookup<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignor
         let text = String::from_utf8_lossy(&bytes);
         for (i, line) in text.lines().enumerate() {
             // As git does, ignore a byte-order mark at the start of the file.
-            let line = if i == 0 { line.trim_start_matches('\u{feff}') } else { line };
+            let line = if i == 0 {
+                line.trim_start_matches('\u{feff}')
+            } else {
+                line
+            };
             // A malformed line is skipped; the rest of the file still applies.
             let _ = b.add_line(Some(from.clone()), line);
         }
     }
-    builder.and_then(|b| b.build().ok()).filter(|g| !g.is_empty())
+    builder
+        .and_then(|b| b.build().ok())
+        .filter(|g| !g.is_empty())
 }
 
 use std::os::unix::ffi::OsStringExt;
@@ -329,21 +360,45 @@ impl IgnoreFilter {
         rules
     }
 
-    fn level(&self, dir: BorrowedFd<'_>, present: Option<&[bool]>, path: &[u8], parent: Option<Arc<Level>>, above_root: bool, root: Arc<RootInfo>) -> Level {
+    fn level(
+        &self,
+        dir: BorrowedFd<'_>,
+        present: Option<&[bool]>,
+        path: &[u8],
+        parent: Option<Arc<Level>>,
+        above_root: bool,
+        root: Arc<RootInfo>,
+    ) -> Level {
         let o = &self.opts;
-        let dir = Lookup { dir, probes: &self.probes, present };
+        let dir = Lookup {
+            dir,
+            probes: &self.probes,
+            present,
+        };
         let git_dir = (o.checks_git() || o.git_exclude) && dir.exists(b".git");
         let has_git = o.checks_git() && (git_dir || dir.exists(b".jj"));
-        let rules = if !above_root || o.parents { self.rules_of(&dir, path, git_dir) } else { Rules::default() };
+        let rules = if !above_root || o.parents {
+            self.rules_of(&dir, path, git_dir)
+        } else {
+            Rules::default()
+        };
         let any_git = has_git || parent.as_ref().is_some_and(|p| p.any_git);
         let any_rules = !rules.is_empty() || parent.as_ref().is_some_and(|p| p.any_rules);
-        Level { parent, rules, has_git, any_git, any_rules, above_root, root }
+        Level {
+            parent,
+            rules,
+            has_git,
+            any_git,
+            any_rules,
+            above_root,
+            root,
+        }
     }
 
     /// The chain of levels for the directories above `root`, outermost first.
     fn levels_above(&self, root: &Path) -> Option<Arc<Level>> {
         let o = &self.opts;
-        if !(o.parents && o.reads_files()) && !o.checks_git() {
+        if !(o.parents && o.reads_files() || o.checks_git()) {
             return None;
         }
         let absolute = root.canonicalize().ok()?;
@@ -351,15 +406,29 @@ impl IgnoreFilter {
         if !root.as_os_str().as_bytes().ends_with(b"/") {
             prefix_len += 1;
         }
-        let info = Arc::new(RootInfo { prefix_len, absolute: absolute.clone() });
+        let info = Arc::new(RootInfo {
+            prefix_len,
+            absolute: absolute.clone(),
+        });
         let mut ancestors: Vec<&Path> = absolute.ancestors().skip(1).collect();
         ancestors.reverse();
         let mut chain: Option<Arc<Level>> = None;
         for dir in ancestors {
-            let Ok(fd) = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else {
+            let Ok(fd) = rustix::fs::open(
+                dir,
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            ) else {
                 continue;
             };
-            let level = self.level(fd.as_fd(), None, dir.as_os_str().as_bytes(), chain.take(), true, info.clone());
+            let level = self.level(
+                fd.as_fd(),
+                None,
+                dir.as_os_str().as_bytes(),
+                chain.take(),
+                true,
+                info.clone(),
+            );
             chain = Some(Arc::new(level));
         }
         chain
@@ -380,13 +449,22 @@ impl IgnoreFilter {
                     break;
                 }
                 absolute.get_or_insert_with(|| {
-                    let rel = path.as_os_str().as_bytes().get(lv.root.prefix_len..).unwrap_or_default();
+                    let rel = path
+                        .as_os_str()
+                        .as_bytes()
+                        .get(lv.root.prefix_len..)
+                        .unwrap_or_default();
                     lv.root.absolute.join(OsStr::from_bytes(rel))
                 })
             } else {
                 path
             };
-            let sources = [&lv.rules.custom, &lv.rules.dot_ignore, &lv.rules.git_ignore, &lv.rules.git_exclude];
+            let sources = [
+                &lv.rules.custom,
+                &lv.rules.dot_ignore,
+                &lv.rules.git_ignore,
+                &lv.rules.git_exclude,
+            ];
             for (i, gi) in sources.into_iter().enumerate() {
                 let git_source = i >= 2;
                 if !found[i].is_none() || (git_source && (!any_git || saw_git)) {
@@ -398,10 +476,25 @@ impl IgnoreFilter {
             }
             saw_git |= lv.has_git;
         }
-        let global = if any_git { self.global.matched(path, is_dir).map(|_| ()) } else { Match::None };
-        let explicit = o.explicit.iter().rev().map(|gi| gi.matched(path, is_dir).map(|_| ())).find(|m| !m.is_none()).unwrap_or(Match::None);
+        let global = if any_git {
+            self.global.matched(path, is_dir).map(|_| ())
+        } else {
+            Match::None
+        };
+        let explicit = o
+            .explicit
+            .iter()
+            .rev()
+            .map(|gi| gi.matched(path, is_dir).map(|_| ()))
+            .find(|m| !m.is_none())
+            .unwrap_or(Match::None);
         let [custom, dot_ignore, git_ignore, git_exclude] = found;
-        custom.or(dot_ignore).or(git_ignore).or(git_exclude).or(global).or(explicit)
+        custom
+            .or(dot_ignore)
+            .or(git_ignore)
+            .or(git_exclude)
+            .or(global)
+            .or(explicit)
     }
 
     fn has_rules(&self) -> bool {
@@ -479,7 +572,9 @@ impl EntryFilter for IgnoreFilter {
         };
         match verdict {
             Match::Ignore(()) => return Decision::SKIP,
-            Match::None if self.opts.hidden && entry.name.first() == Some(&b'.') => return Decision::SKIP,
+            Match::None if self.opts.hidden && entry.name.first() == Some(&b'.') => {
+                return Decision::SKIP
+            }
             _ => {}
         }
         if is_dir && !self.opts.ignore_contain.is_empty() && self.contains_marker(entry) {
@@ -503,7 +598,10 @@ impl IgnoreFilter {
     /// Whether a root holds one of the `ignore_contain` names (the walk then
     /// yields nothing from it).
     pub fn skips_root(&self, root: &Path) -> bool {
-        self.opts.ignore_contain.iter().any(|m| root.join(m).exists())
+        self.opts
+            .ignore_contain
+            .iter()
+            .any(|m| root.join(m).exists())
     }
 }
 
@@ -530,9 +628,16 @@ mod tests {
     fn walk(root: &Path, builder: IgnoreBuilder) -> Vec<String> {
         let mut out = Vec::new();
         let filter = builder.parents(false).build(&[root]);
-        WalkBuilder::new(root).order(Order::DepthFirst).min_depth(1).filter(Some(Arc::new(filter))).visit(|| Paths(Vec::new()), |p| out = p.0);
+        WalkBuilder::new(root)
+            .order(Order::DepthFirst)
+            .min_depth(1)
+            .filter(Some(Arc::new(filter)))
+            .visit(|| Paths(Vec::new()), |p| out = p.0);
         let prefix = format!("{}/", root.display());
-        let mut v: Vec<String> = out.iter().map(|p| p.strip_prefix(&prefix).unwrap().to_owned()).collect();
+        let mut v: Vec<String> = out
+            .iter()
+            .map(|p| p.strip_prefix(&prefix).unwrap().to_owned())
+            .collect();
         v.sort();
         v
     }
@@ -554,8 +659,14 @@ mod tests {
         put(root, "sub/other.log", "");
         put(root, "sub/.seen", "");
         put(root, "sub/.unseen", "");
-        assert_eq!(walk(root, IgnoreBuilder::new()), ["sub", "sub/.seen", "sub/keep.log"]);
-        assert_eq!(walk(root, IgnoreBuilder::new().dot_ignore(false)), ["a.log", "sub", "sub/keep.log", "sub/other.log"]);
+        assert_eq!(
+            walk(root, IgnoreBuilder::new()),
+            ["sub", "sub/.seen", "sub/keep.log"]
+        );
+        assert_eq!(
+            walk(root, IgnoreBuilder::new().dot_ignore(false)),
+            ["a.log", "sub", "sub/keep.log", "sub/other.log"]
+        );
     }
 
     #[test]
@@ -565,7 +676,10 @@ mod tests {
         put(root, ".gitignore", "x\n");
         put(root, "x", "");
         assert_eq!(walk(root, IgnoreBuilder::new()), ["x"]);
-        assert_eq!(walk(root, IgnoreBuilder::new().require_git(false)), Vec::<String>::new());
+        assert_eq!(
+            walk(root, IgnoreBuilder::new().require_git(false)),
+            Vec::<String>::new()
+        );
         std::fs::create_dir(root.join(".git")).unwrap();
         assert_eq!(walk(root, IgnoreBuilder::new()), Vec::<String>::new());
     }

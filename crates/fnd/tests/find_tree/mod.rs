@@ -30,7 +30,16 @@ pub fn build_tree(root: &Path, home: &Path, in_git: bool) {
     fs::create_dir_all(root).unwrap();
     file(&outer.join(".ignore"), b"parent_ignored*\n");
     file(&outer.join(".gitignore"), b"parent_git_ignored*\n");
-    for name in ["a.txt", "b.TXT", "c.rs", "with space.md", "-rf", "\u{fc}n\u{ef}.txt", "parent_ignored.txt", "parent_git_ignored.txt"] {
+    for name in [
+        "a.txt",
+        "b.TXT",
+        "c.rs",
+        "with space.md",
+        "-rf",
+        "\u{fc}n\u{ef}.txt",
+        "parent_ignored.txt",
+        "parent_git_ignored.txt",
+    ] {
         file(&root.join(name), b"x");
     }
     file(&root.join(OsStr::from_bytes(b"bad\xff.txt")), b"x");
@@ -64,18 +73,32 @@ pub fn build_tree(root: &Path, home: &Path, in_git: bool) {
     file(&root.join("git_global_ignored.txt"), b"x");
     file(&root.join("old.txt"), b"x");
     let old = SystemTime::UNIX_EPOCH + Duration::from_secs(86_400 * 365 * 20);
-    fs::File::options().write(true).open(root.join("old.txt")).unwrap().set_modified(old).unwrap();
+    fs::File::options()
+        .write(true)
+        .open(root.join("old.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
     symlink("dir", root.join("link_to_dir")).unwrap();
     symlink("a.txt", root.join("link_to_file")).unwrap();
     symlink("nowhere", root.join("dangling")).unwrap();
     symlink("..", root.join("dir/sub/loop")).unwrap();
     let fifo = root.join("fifo");
-    let made = Command::new("mkfifo").arg(&fifo).status().map(|s| s.success()).unwrap_or(false);
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
     assert!(made, "mkfifo failed");
     file(&home.join(".config/fd/ignore"), b"globally_ignored*\n");
     file(&home.join(".config/git/ignore"), b"git_global_ignored*\n");
     if in_git {
-        let ok = Command::new("git").args(["init", "-q"]).current_dir(root).status().map(|s| s.success()).unwrap_or(false);
+        let ok = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(root)
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
         assert!(ok, "git init failed");
         file(&root.join(".git/info/exclude"), b"excluded_by_git*\n");
     }
@@ -107,14 +130,20 @@ pub struct Out {
 impl Out {
     /// Output lines, sorted (the parallel walk's order is not fixed).
     pub fn sorted(&self) -> Vec<String> {
-        let mut v: Vec<String> = String::from_utf8_lossy(&self.stdout).lines().map(str::to_owned).collect();
+        let mut v: Vec<String> = String::from_utf8_lossy(&self.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
         v.sort();
         v
     }
 
     /// Output lines in the order printed.
     pub fn lines(&self) -> Vec<String> {
-        String::from_utf8_lossy(&self.stdout).lines().map(str::to_owned).collect()
+        String::from_utf8_lossy(&self.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect()
     }
 }
 
@@ -125,17 +154,29 @@ pub fn fnd(cwd: &Path, args: &[&str]) -> Out {
 
 pub fn fnd_env(cwd: &Path, args: &[&str], env: &[(&str, &OsStr)]) -> Out {
     let mut cmd = Command::new(fnd_bin());
-    cmd.args(args).current_dir(cwd).env("HOME", "/nonexistent-home").env("XDG_CONFIG_HOME", "/nonexistent-home/.config");
+    cmd.args(args)
+        .current_dir(cwd)
+        .env("HOME", "/nonexistent-home")
+        .env("XDG_CONFIG_HOME", "/nonexistent-home/.config");
     for (k, v) in env {
         cmd.env(k, v);
     }
     let out = cmd.output().unwrap();
-    Out { code: out.status.code().unwrap_or(-1), stdout: out.stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
 }
 
 /// `git init` a directory; false when git is not installed.
 pub fn git_init(dir: &Path) -> bool {
-    let ok = Command::new("git").args(["init", "-q"]).current_dir(dir).status().map(|s| s.success()).unwrap_or(false);
+    let ok = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(dir)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
     if !ok {
         eprintln!("git is not installed: skipping the in-repository checks");
     }
