@@ -51,6 +51,8 @@ pub enum Field {
     Group,
     /// `{depth}`: depth below the search root (its entries are at 1).
     Depth,
+    /// `{target}`: where a symlink points (empty for anything else).
+    Target,
 }
 
 /// The placeholders in the order fd's matcher tries them (escapes first),
@@ -75,6 +77,7 @@ const PLACEHOLDERS: &[(&str, Option<Field>)] = &[
     ("{owner}", Some(Field::Owner)),
     ("{group}", Some(Field::Group)),
     ("{depth}", Some(Field::Depth)),
+    ("{target}", Some(Field::Target)),
 ];
 
 /// The placeholders, as `--help` lists them for --format, -x and -X.
@@ -99,7 +102,8 @@ macro_rules! placeholder_help {
             "'{type}':  file, dir, symlink, block, char, fifo or socket\n  ",
             "'{inode}', '{nlink}': inode number, number of hard links\n  ",
             "'{uid}', '{gid}', '{owner}', '{group}': owner and group, as numbers or names\n  ",
-            "'{depth}': depth below the search path (its entries are at 1)\n",
+            "'{depth}': depth below the search path (its entries are at 1)\n  ",
+            "'{target}': where a symlink points (empty for other entries)\n",
             "Any other text, '{foo}' included, is printed as it is."
         )
     };
@@ -198,6 +202,7 @@ impl Template {
                 }
                 Piece::Field(Field::Type) => out.extend_from_slice(type_name(entry.target_type()).as_bytes()),
                 Piece::Field(Field::Depth) => push_num(out, entry.depth() as u64),
+                Piece::Field(Field::Target) => push_link_target(entry, out),
                 Piece::Field(f) => subject.render(*f, out),
             }
         }
@@ -232,7 +237,7 @@ impl Field {
     fn needs_metadata(self) -> bool {
         // `{inode}` is stat'ed too: getdents reports a mount point's
         // covered inode, not the one `stat` and `ls -i` show.
-        !self.is_path() && !matches!(self, Field::Type | Field::Depth)
+        !self.is_path() && !matches!(self, Field::Type | Field::Depth | Field::Target)
     }
 }
 
@@ -377,6 +382,16 @@ fn file_stem(name: &[u8]) -> &[u8] {
     match name.iter().rposition(|&b| b == b'.') {
         Some(0) | None => name,
         Some(i) => &name[..i],
+    }
+}
+
+/// A symlink's target as stored (`readlink`), nothing for other entries.
+fn push_link_target(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
+    if entry.file_type() != FileType::Symlink {
+        return;
+    }
+    if let Ok(target) = std::fs::read_link(entry.path()) {
+        out.extend_from_slice(target.as_os_str().as_encoded_bytes());
     }
 }
 

@@ -56,6 +56,8 @@ fn metadata_placeholders() {
     );
     let got = format(t.path(), &["--format", "{/} {type} {perms}", "-t", "d"]);
     assert_eq!(got, ["a dir drwxr-xr-x", "b.d dir drwxr-xr-x"]);
+    let got = format(t.path(), &["--format", "{/}>{target}<", "^(link|dangling|exe)$"]);
+    assert_eq!(got, ["dangling>nowhere<", "exe><", "link>a<"]);
     // With -L a followed link is described by its target, as fd's -L treats it.
     let got = format(t.path(), &["-L", "--format", "{/} {type} {perms}", "^(link|dangling)$"]);
     assert_eq!(got, ["dangling symlink lrwxrwxrwx", "link dir drwxr-xr-x"]);
