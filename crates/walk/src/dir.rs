@@ -77,7 +77,7 @@ impl Dir {
 
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        path: &[u8],
+        path: Vec<u8>,
         child_depth: usize,
         root: usize,
         root_prefix_len: Option<usize>,
@@ -86,15 +86,16 @@ impl Dir {
         ino: u64,
         fd: RawFd,
     ) -> Dir {
-        let mut prefix = Vec::with_capacity(path.len() + 1);
-        prefix.extend_from_slice(path);
-        if !path.ends_with(b"/") {
+        // The path becomes the prefix in place: `Job::path` leaves room for the `/`.
+        let path_len = path.len();
+        let mut prefix = path;
+        if !prefix.ends_with(b"/") {
             prefix.push(b'/');
         }
         let root_prefix_len = root_prefix_len.unwrap_or(prefix.len());
         Dir {
             prefix: prefix.into_boxed_slice(),
-            path_len: path.len(),
+            path_len,
             child_depth,
             root_prefix_len,
             root,
@@ -209,9 +210,10 @@ impl Job {
         Job { parent: part.dir.clone(), name: Box::new([]), follow: false, holds_parent_fd: false, part: Some(Box::new(part)) }
     }
 
-    /// The path of the directory this job reads.
+    /// The path of the directory this job reads (with room for one more byte,
+    /// the `/` that makes it a prefix).
     pub(crate) fn path(&self) -> Vec<u8> {
-        let mut p = Vec::with_capacity(self.parent.prefix.len() + self.name.len());
+        let mut p = Vec::with_capacity(self.parent.prefix.len() + self.name.len() + 1);
         p.extend_from_slice(&self.parent.prefix);
         p.extend_from_slice(&self.name);
         p

@@ -115,13 +115,12 @@ impl Reader {
                 }
             }
         }
-        let path = job.path();
         let root_index = job.parent.root;
-        drop(job);
         let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
-        let mut dir = Dir::new(&path, depth + 1, root_index, root_prefix_len, parent, dev, ino, fd.as_raw_fd());
+        let mut dir = Dir::new(job.path(), depth + 1, root_index, root_prefix_len, parent, dev, ino, fd.as_raw_fd());
+        drop(job);
         if is_root && cfg.min_depth == 0 {
-            let flow = self.emit_root(shared, &path, FileType::Dir, ino, visitor, Some(&fd));
+            let flow = self.emit_root(shared, dir.path(), FileType::Dir, ino, visitor, Some(&fd));
             if flow == Flow::Stop {
                 return flow;
             }
@@ -138,7 +137,7 @@ impl Reader {
                 listed = true;
                 present.extend(probes.iter().map(|p| self.listing.contains(p)));
             }
-            let info = DirInfo { path: &path, depth, fd: fd.as_fd(), present: listed.then_some(&present[..]) };
+            let info = DirInfo { path: dir.path(), depth, fd: fd.as_fd(), present: listed.then_some(&present[..]) };
             let parent_state = dir.parent.as_ref().and_then(|p| p.filter_state.as_ref());
             dir.filter_state = filter.enter(&info, parent_state);
         }
