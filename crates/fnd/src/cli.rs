@@ -187,6 +187,9 @@ pub struct Cli {
     pub exact_depth: Option<usize>,
 
     /// Exclude entries matching this glob (gitignore syntax); overrides all other ignore logic.
+    ///
+    /// Applies even with -u. A glob with a '/' is anchored at the (first) search path.
+    /// Repeatable. Examples: --exclude '*.pyc', --exclude node_modules
     #[arg(short = 'E', long, value_name = "glob")]
     pub exclude: Vec<String>,
 
@@ -196,6 +199,10 @@ pub struct Cli {
 
     /// Filter by type: file (f), directory (d/dir), symlink (l), executable (x),
     /// empty (e), socket (s), pipe (p), char-device (c), block-device (b).
+    ///
+    /// Repeatable; an entry of any listed type matches. 'executable' implies 'file'
+    /// and keeps only executable entries; 'empty' means empty files and directories unless
+    /// 'file' or 'directory' is given too. With -L a link counts as its target's type.
     #[arg(
         short = 't',
         long = "type",
@@ -210,14 +217,23 @@ pub struct Cli {
     pub extension: Vec<String>,
 
     /// Limit results by size: <+-><NUM><UNIT>, units b, k, m, g, t, ki, mi, gi, ti.
+    ///
+    /// '+' means at least, '-' at most, neither exactly. Units are case-insensitive:
+    /// k, m, g, t are powers of 1000, ki, mi, gi, ti powers of 1024. Only files match.
     #[arg(short = 'S', long, value_name = "size", allow_hyphen_values = true, value_parser = crate::filter::SizeLimit::parse)]
     pub size: Vec<crate::filter::SizeLimit>,
 
     /// Only entries modified after this (duration like 10h or 2weeks, or a date).
+    ///
+    /// A duration back from now (10h, 1d, 35min, 2weeks), a date 'YYYY-MM-DD' or
+    /// 'YYYY-MM-DD HH:MM:SS' (local time), an RFC 3339 time, or '@' and Unix seconds.
+    /// Aliases: --changed-after, --change-newer-than, --newer.
     #[arg(long, value_name = "date|dur", aliases = ["change-newer-than", "newer", "changed-after"])]
     pub changed_within: Option<String>,
 
     /// Only entries modified before this (duration like 10h or 2weeks, or a date).
+    ///
+    /// Same forms as --changed-within. Aliases: --change-older-than, --older.
     #[arg(long, value_name = "date|dur", aliases = ["change-older-than", "older"])]
     pub changed_before: Option<String>,
 
