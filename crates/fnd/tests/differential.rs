@@ -169,6 +169,15 @@ const CASES: &[&str] = &[
     "-d 0",
     "--min-depth 9",
     "-HI -tl -L",
+    "txt {root}",
+    "-E dir txt {root}",
+    "-E /dir . {root}",
+    ". {root}/dir",
+    "--no-ignore-parent . {root}/dir",
+    "-p {root}/dir/sub -a",
+    ". . dir",
+    "-H . dir .hdir",
+    "-tf . ../tree/dir",
     "-g -F x",
     "--exact -g x",
 ];
@@ -196,6 +205,8 @@ fn fnd_agrees_with_fd() {
         let root = tmp.path().join("outer").join("tree");
         build_tree(&root, &home, in_git);
         for case in CASES {
+            // `{root}` stands for the tree's absolute path.
+            let case = case.replace("{root}", &root.display().to_string());
             let args: Vec<&str> = case.split(' ').filter(|a| !a.is_empty()).collect();
             let want = run(fd, &args, &root, &home);
             let got = run(&fnd, &args, &root, &home);
