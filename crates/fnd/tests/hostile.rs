@@ -10,10 +10,9 @@ mod support;
 mod harness;
 
 use std::collections::HashSet;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -279,51 +278,6 @@ fn chain_2000_deep_is_listed_whole_even_with_32_descriptors() {
         );
     }
     remove_chain(tmp.path());
-}
-
-/// Spawn, read all of stdout (counting NULs), and return the count with
-/// the child's peak RSS in KiB.
-///
-/// The peak is the kernel's high-water mark (`VmHWM`), sampled at every read
-/// while the child is blocked on the pipe: `getrusage(RUSAGE_CHILDREN)` and
-/// `wait4` report `ru_maxrss` including the memory of the test process the
-/// child was spawned from (the kernel counts the pre-exec image), which is
-/// tens of MiB here.
-fn count_and_peak_rss(cmd: &mut Command) -> (usize, u64, std::process::ExitStatus) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let status_path = format!("/proc/{}/status", child.id());
-    let hwm = || -> Option<u64> {
-        let status = std::fs::read_to_string(&status_path).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    let mut stdout = child.stdout.take().unwrap();
-    let mut buf = vec![0u8; 1 << 16];
-    let (mut count, mut peak) = (0, 0);
-    loop {
-        peak = peak.max(hwm().unwrap_or(0));
-        let n = stdout.read(&mut buf).unwrap();
-        if n == 0 {
-            break;
-        }
-        count += buf[..n].iter().filter(|&&b| b == 0).count();
-    }
-    let status = child.wait().unwrap();
-    assert!(peak > 0, "could not read the child's VmHWM");
-    (count, peak, status)
-}
-
-/// Names of 100 bytes: holding 200,000 of them would take 20 MB and more,
-/// which the bound below would catch.
-fn big_dir(root: &Path, count: usize) {
-    let dir = open_root(root);
-    for i in 0..count {
-        touch_at(&dir, format!("{i:0>100}").as_bytes());
-    }
 }
 
 #[test]

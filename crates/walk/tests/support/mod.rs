@@ -6,9 +6,11 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags, CWD};
 use rustix::io::Errno;
@@ -213,4 +215,49 @@ pub fn make_outside(base: &Path, sub: &[&str]) -> std::path::PathBuf {
 
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `count` empty files with 100-byte names: a listing held in memory
+/// instead of streamed would take 20 MB and more for 200,000 of them.
+pub fn big_dir(root: &Path, count: usize) {
+    let dir = open_root(root);
+    for i in 0..count {
+        touch_at(&dir, format!("{i:0>100}").as_bytes());
+    }
+}
+
+/// Spawn, read all of stdout (counting NULs), and return the count with
+/// the child's peak RSS in KiB.
+///
+/// The peak is the kernel's high-water mark (`VmHWM`), sampled at every read
+/// while the child is blocked on the pipe: `getrusage(RUSAGE_CHILDREN)` and
+/// `wait4` report `ru_maxrss` including the memory of the test process the
+/// child was spawned from (the kernel counts the pre-exec image), which is
+/// tens of MiB here.
+pub fn count_and_peak_rss(cmd: &mut Command) -> (usize, u64, std::process::ExitStatus) {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let status_path = format!("/proc/{}/status", child.id());
+    let hwm = || -> Option<u64> {
+        let status = std::fs::read_to_string(&status_path).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buf = vec![0u8; 1 << 16];
+    let (mut count, mut peak) = (0, 0);
+    loop {
+        peak = peak.max(hwm().unwrap_or(0));
+        let n = stdout.read(&mut buf).unwrap();
+        if n == 0 {
+            break;
+        }
+        count += buf[..n].iter().filter(|&&b| b == 0).count();
+    }
+    let status = child.wait().unwrap();
+    assert!(peak > 0, "could not read the child's VmHWM");
+    (count, peak, status)
 }

@@ -1,0 +1,509 @@
+//! fdu on trees built to break disk-usage tools, and on bad input: it runs
+//! as root on trees other users control. Each result is checked against
+//! GNU du when it is installed (the tool fdu is a drop-in for).
+
+#[path = "../../walk/tests/support/mod.rs"]
+mod support;
+
+use std::collections::HashSet;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use support::*;
+
+fn fdu() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fdu"));
+    cmd.stdin(Stdio::null()).arg("--no-progress");
+    cmd
+}
+
+/// GNU du, when installed (fdu's reference).
+fn du() -> Option<Command> {
+    let out = Command::new("du").arg("--version").output().ok()?;
+    if !out.stdout.starts_with(b"du (GNU coreutils)") {
+        eprintln!("note: GNU du not installed; comparing with its documented behaviour only");
+        return None;
+    }
+    let mut cmd = Command::new("du");
+    cmd.stdin(Stdio::null());
+    Some(cmd)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("run");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("panicked") && out.status.code() != Some(101),
+        "panicked:\n{stderr}"
+    );
+    out
+}
+
+/// The NUL-terminated records of `-0` output, as a set (checking none repeats).
+fn record_set(stdout: &[u8]) -> HashSet<Vec<u8>> {
+    let records: Vec<&[u8]> = stdout
+        .split(|&b| b == 0)
+        .filter(|r| !r.is_empty())
+        .collect();
+    let set: HashSet<Vec<u8>> = records.iter().map(|r| r.to_vec()).collect();
+    assert_eq!(set.len(), records.len(), "a line printed twice");
+    set
+}
+
+fn path_of(record: &[u8]) -> &[u8] {
+    let tab = record
+        .iter()
+        .position(|&b| b == b'\t')
+        .expect("size, tab, path");
+    &record[tab + 1..]
+}
+
+#[test]
+fn hostile_names_are_printed_byte_exact_as_du_prints_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    // files/<name>, and dirs/<name>/<name>
+    let top = open_root(tmp.path());
+    mkdir_at(&top, b"files");
+    mkdir_at(&top, b"dirs");
+    let (files, dirs) = (
+        open_dir(&top, "files").unwrap(),
+        open_dir(&top, "dirs").unwrap(),
+    );
+    for name in hostile_names() {
+        touch_at(&files, &name);
+        mkdir_at(&dirs, &name);
+        touch_at(
+            open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(),
+            &name,
+        );
+    }
+    let ours = run(fdu().args(["-a", "-0"]).arg(tmp.path()));
+    assert!(ours.status.success() && ours.stderr.is_empty(), "{ours:?}");
+    let ours = record_set(&ours.stdout);
+    assert_eq!(ours.len(), 3 + 3 * hostile_names().len());
+    if let Some(mut du) = du() {
+        let theirs = record_set(&run(du.args(["-a", "-0"]).arg(tmp.path())).stdout);
+        assert!(
+            ours == theirs,
+            "fdu -a -0 differs from du -a -0 on hostile names"
+        );
+    }
+}
+
+fn chain_seen(root: &[u8], stdout: &[u8]) -> Vec<(usize, bool)> {
+    let mut seen: Vec<(usize, bool)> = record_set(stdout)
+        .iter()
+        .map(|r| path_of(r))
+        .filter(|p| *p != root)
+        .map(|p| {
+            let is_file = p.ends_with(b"/f");
+            // A full check of each 22 KB path costs seconds in a debug
+            // build; the length and a few full checks pin it down.
+            let links =
+                (p.len() - root.len() - if is_file { 2 } else { 0 }) / (CHAIN_NAME.len() + 1);
+            let depth = links + usize::from(is_file);
+            assert_eq!(
+                p.len(),
+                root.len() + links * (CHAIN_NAME.len() + 1) + if is_file { 2 } else { 0 }
+            );
+            if depth % 500 == 0 {
+                assert_eq!(chain_entry(root, p), (depth, is_file));
+            }
+            (depth, is_file)
+        })
+        .collect();
+    seen.sort();
+    seen
+}
+
+#[test]
+fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
+    const DEPTH: usize = 2000;
+    let tmp = scratch_dir();
+    make_chain(tmp.path(), DEPTH);
+    let root = tmp.path().as_os_str().as_bytes();
+    let fdu_path = env!("CARGO_BIN_EXE_fdu");
+    let all = run(fdu().args(["-a", "-0"]).arg(tmp.path()));
+    assert!(
+        all.status.success() && all.stderr.is_empty(),
+        "{:?} {}",
+        all.status,
+        String::from_utf8_lossy(&all.stderr)
+    );
+    assert!(
+        chain_seen(root, &all.stdout) == chain_expected(DEPTH),
+        "fdu -a: chain not counted whole"
+    );
+    for limit in ["", "ulimit -n 32 && "] {
+        let inodes = run(Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{limit}exec '{fdu_path}' --no-progress -s --inodes \"$0\""
+            ))
+            .arg(tmp.path()));
+        assert!(
+            inodes.status.success(),
+            "{limit}: {}",
+            String::from_utf8_lossy(&inodes.stderr)
+        );
+        let count = String::from_utf8_lossy(&inodes.stdout)
+            .split('\t')
+            .next()
+            .unwrap()
+            .to_string();
+        assert_eq!(
+            count,
+            format!("{}", 2 * DEPTH + 1),
+            "{limit}fdu -s --inodes on the chain"
+        );
+    }
+    if let Some(mut du) = du() {
+        let theirs = run(du.arg("-s").arg(tmp.path()));
+        let ours = run(fdu().arg("-s").arg(tmp.path()));
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&theirs.stdout),
+            "fdu -s differs from du -s"
+        );
+    }
+    remove_chain(tmp.path());
+}
+
+#[test]
+fn huge_directory_is_summed_in_bounded_memory() {
+    let tmp = scratch_dir();
+    let count = if scratch_is_memory(tmp.path()) {
+        200_000
+    } else {
+        20_000
+    };
+    big_dir(tmp.path(), count);
+    for args in [
+        &["-a", "-0"][..],
+        &["-s", "-0"],
+        &["-a", "-0", "-j1", "--inodes"],
+    ] {
+        let (records, rss_kib, status) = count_and_peak_rss(fdu().args(args).arg(tmp.path()));
+        assert!(status.success(), "{args:?}: {status:?}");
+        assert_eq!(
+            records,
+            if args.contains(&"-s") { 1 } else { count + 1 },
+            "{args:?}"
+        );
+        // A debug fdu summing a small tree peaks near 9 MiB.
+        assert!(
+            rss_kib < 24 * 1024,
+            "{args:?}: peak RSS {rss_kib} KiB for {count} entries"
+        );
+    }
+}
+
+#[test]
+fn follow_mode_ends_on_loops_and_treats_links_as_du_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    std::fs::create_dir_all(r.join("a/b")).unwrap();
+    std::fs::write(r.join("a/f"), b"hello").unwrap();
+    for (link, target) in [
+        ("self", "."),
+        ("a/b/up", "../.."),
+        ("a/b/abs", r.to_str().unwrap()),
+        ("dangling", "nowhere"),
+    ] {
+        std::os::unix::fs::symlink(target, r.join(link)).unwrap();
+    }
+    let ours = run(fdu().args(["-L", "-a", "-0"]).arg(r));
+    let ours_set = record_set(&ours.stdout);
+    for looped in ["self", "a/b/up", "a/b/abs"] {
+        let path = [r.as_os_str().as_bytes(), b"/", looped.as_bytes()].concat();
+        assert!(
+            !ours_set.iter().any(|rec| path_of(rec).starts_with(&path)),
+            "{looped}: a loop is not counted"
+        );
+    }
+    if let Some(mut du) = du() {
+        let theirs = run(du.args(["-L", "-a", "-0"]).arg(r));
+        // GNU du -L: a dangling link cannot be followed: an error, exit 1.
+        assert_eq!(
+            ours.status.code(),
+            theirs.status.code(),
+            "fdu -L exit status differs from du's"
+        );
+        assert!(
+            ours_set == record_set(&theirs.stdout),
+            "fdu -L -a differs from du -L -a"
+        );
+        assert_eq!(
+            ours.stderr.is_empty(),
+            theirs.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&ours.stderr)
+        );
+    }
+}
+
+#[test]
+fn racing_swaps_never_lead_fdu_out_of_the_tree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = make_outside(tmp.path(), &["b"]);
+    let tree = tmp.path().join("tree");
+    std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
+    std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (stop, tree) = (stop.clone(), tree.clone());
+        std::thread::spawn(move || {
+            let dir = open_root(&tree);
+            while !stop.load(Ordering::Relaxed) {
+                exchange(&dir, "a", "link").unwrap();
+            }
+        })
+    };
+    for i in 0..60 {
+        let threads = ["-j1", "-j4"][i % 2];
+        let out = run(fdu().args(["-a", "-0", threads]).arg(&tree));
+        assert!(
+            !contains(&out.stdout, MARKER.as_bytes()),
+            "followed a swapped link out of the tree"
+        );
+        record_set(&out.stdout);
+    }
+    stop.store(true, Ordering::Relaxed);
+    racer.join().unwrap();
+}
+
+#[test]
+fn unreadable_directories_are_reported_as_du_does() {
+    use std::os::unix::fs::PermissionsExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to switch to another user");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    std::fs::set_permissions(r, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(r.join("locked/x")).unwrap();
+    std::fs::create_dir_all(r.join("open")).unwrap();
+    std::fs::write(r.join("open/f"), b"").unwrap();
+    std::fs::set_permissions(r.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
+    let as_nobody = |tool: &str| {
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "--",
+                tool,
+                "-a",
+                "-0",
+            ])
+            .arg(r)
+            .output()
+            .ok()
+            .filter(|o| !String::from_utf8_lossy(&o.stderr).contains("setpriv:"))
+    };
+    let Some(ours) = as_nobody(env!("CARGO_BIN_EXE_fdu")) else {
+        eprintln!("skipped: setpriv could not run fdu as nobody");
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&ours.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "fdu: cannot read directory '{}/locked': Permission denied",
+            r.display()
+        )
+    );
+    assert_eq!(ours.status.code(), Some(1));
+    let paths: HashSet<Vec<u8>> = record_set(&ours.stdout)
+        .iter()
+        .map(|rec| path_of(rec).to_vec())
+        .collect();
+    assert!(
+        paths.contains(&[r.as_os_str().as_bytes(), b"/locked"].concat()),
+        "the unreadable directory is still counted"
+    );
+    if du().is_some() {
+        if let Some(theirs) = as_nobody("du") {
+            assert!(
+                record_set(&ours.stdout) == record_set(&theirs.stdout),
+                "differs from du as nobody"
+            );
+        }
+    }
+}
+
+#[test]
+fn tree_mutated_during_the_scan() {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in 0..10 {
+        std::fs::create_dir_all(tmp.path().join(format!("stable/d{d}"))).unwrap();
+    }
+    let churn = tmp.path().join("churn");
+    std::fs::create_dir(&churn).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mutator = {
+        let (stop, churn) = (stop.clone(), churn.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                let d = churn.join(format!("n{n}"));
+                let _ = std::fs::create_dir_all(d.join("x"));
+                let _ = std::fs::rename(&d, churn.join(format!("m{n}")));
+                if n > 2 {
+                    let _ = std::fs::remove_dir_all(churn.join(format!("m{}", n - 2)));
+                }
+                n += 1;
+            }
+        })
+    };
+    for threads in ["-j1", "-j4", "-j1", "-j4"] {
+        let out = run(fdu().args(["-a", "-0", threads]).arg(tmp.path()));
+        let set = record_set(&out.stdout);
+        assert_eq!(
+            set.iter()
+                .filter(|r| contains(path_of(r), b"/stable/d"))
+                .count(),
+            10,
+            "{threads}: untouched entries lost"
+        );
+        // Vanished entries may be reported (du does); nothing else.
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            assert!(
+                line.contains("No such file or directory"),
+                "{threads}: unexpected error: {line}"
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    mutator.join().unwrap();
+}
+
+#[test]
+fn full_and_closed_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    wide(tmp.path(), 3_000);
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        let out = run(fdu().arg("-a").arg(tmp.path()).stdout(full));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // du: "du: write error: No space left on device", exit 1.
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.starts_with("fdu: write error"), "{stderr}");
+        assert_eq!(out.status.code(), Some(1));
+    }
+    let mut child = fdu()
+        .arg("-a")
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = Vec::new();
+    std::io::BufRead::read_until(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        b'\n',
+        &mut line,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    // du dies of SIGPIPE without a word; fdu must not complain either.
+    assert!(
+        out.stderr.is_empty(),
+        "closed pipe: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn wide(root: &Path, count: usize) {
+    let dir = open_root(root);
+    for i in 0..count {
+        touch_at(&dir, format!("{i:0>40}").as_bytes());
+    }
+}
+
+#[test]
+fn bad_values_are_rejected_as_du_rejects_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("d")).unwrap();
+    // du's options: the same exit status as du (1), a message starting "fdu: ".
+    let du_cases: &[&[&str]] = &[
+        &["-B", "bogus"],
+        &["-B", "0"],
+        &["-B", "99999999999999999999999"],
+        &["-B", ""],
+        &["-t", "bogus"],
+        &["-t", ""],
+        &["-t", "99999999999999999999999"],
+        &["--time=bogus"],
+        &["--time", "--time-style=bogus"],
+        &["-d", "x"],
+        &["-d", "-1"],
+        &["-d", "99999999999999999999999"],
+        &["--exclude-from", "/fnd-test-nonexistent"],
+        &["--files0-from", "/fnd-test-nonexistent"],
+        &["--no-such-option"],
+    ];
+    // Every case is tried before failing, so one run lists them all.
+    let mut wrong = Vec::new();
+    let mut check = |args: &[&str]| {
+        let out = run(fdu().args(args).arg("d").current_dir(tmp.path()));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !stderr.starts_with("fdu: ") || out.status.code() != Some(1) {
+            wrong.push(format!(
+                "{args:?}: exit {:?}, stderr {stderr:?}",
+                out.status.code()
+            ));
+        }
+        out
+    };
+    // (GNU du exits 1 on each of these, with "du: invalid ..." messages.)
+    for args in du_cases {
+        check(args);
+    }
+    // fdu's own options fail the same way.
+    for args in [
+        &["--tree-depth", "x", "--tree"][..],
+        &["--tree-lines", "x", "--tree"],
+        &["-j", "x"],
+        &["--from-json", "/fnd-test-nonexistent"],
+        &["--tree-depth", "x"],
+    ] {
+        check(args);
+    }
+    assert!(
+        wrong.is_empty(),
+        "bad values not rejected:\n{}",
+        wrong.join("\n")
+    );
+    // Corrupt --from-json input is an error, not a panic.
+    for json in [
+        &b""[..],
+        b"{",
+        b"[]",
+        b"{\"name\":1}",
+        b"\xff\xfe",
+        b"{\"name\":\"a\",\"size\":-1,\"children\":[{}]}",
+        &[b'['; 100_000],
+    ] {
+        let mut child = fdu()
+            .args(["--from-json", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = std::io::Write::write_all(&mut stdin, json);
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !stderr.contains("panicked") && out.status.code().is_some_and(|c| c != 101),
+            "--from-json {:?}: {stderr}",
+            String::from_utf8_lossy(&json[..json.len().min(40)])
+        );
+    }
+}
