@@ -11,9 +11,10 @@
 # Environment: FND (the fnd binary; default: built here with cargo --release).
 #
 # Each tree gets ONE hyperfine run over all commands (hot cache: warm-up runs
-# first), with every command's output going to a pipe that bench/topipe
-# drains, so each tool pays for writing its listing the way it would into
-# `| grep`. The table shows each median as a ratio to the floor (bench/floor.c:
+# first, and the floor walks the tree before every timed run, so that a cache
+# dropped by something else on the machine cannot make a run cold), with
+# every command's output going to a pipe that bench/topipe drains, so each
+# tool pays for writing its listing the way it would into `| grep`. The table shows each median as a ratio to the floor (bench/floor.c:
 # openat + getdents64 per directory, serial, no output) and each command's
 # peak RSS from one more run. Making the big trees takes minutes (million,
 # bigdir: ~1M inodes each) and ~5 GB of disk; they are made once.
@@ -104,25 +105,16 @@ for name in "${trees[@]}"; do
     json=$(mktemp /tmp/fnd-bench-XXXXXX.json)
     echo
     echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-    (cd "$tree" && hyperfine -N --style basic --warmup "$warmup" "${runs[@]}" --export-json "$json" "${piped[@]}" >/dev/null)
-    rss=$(mktemp /tmp/fnd-bench-XXXXXX.rss)
+    (cd "$tree" && hyperfine -N --style basic --warmup "$warmup" "${runs[@]}" --prepare "$bin/floor ." \
+        --export-json "$json" "${piped[@]}" >/dev/null)
+    rss_file=$(mktemp /tmp/fnd-bench-XXXXXX.rss)
+    rss=()
     for ((i = 0; i < ${#cmds[@]}; i += 3)); do
-        (cd "$tree" && eval "\"$bin/topipe\" -r \"$rss.\$i\" ${cmds[i + 2]}") || true
+        # shellcheck disable=SC2086 # the command line is split into words on purpose
+        (cd "$tree" && "$bin/topipe" -r "$rss_file" ${cmds[i + 2]}) && rss+=("$(cat "$rss_file")") || rss+=(-)
     done
-    python3 - "$json" "$rss" <<'PY'
-import json, statistics, sys
-results = json.load(open(sys.argv[1]))["results"]
-floor = statistics.median(results[0]["times"])
-print(f"{'command':<14} {'median ms':>10} {'x floor':>8} {'peak RSS MiB':>13}")
-for i, r in enumerate(results):
-    median = statistics.median(r["times"])
-    try:
-        rss = f"{int(open(f'{sys.argv[2]}.{3 * i}').read()) / 1024:.1f}"
-    except (OSError, ValueError):
-        rss = "-"
-    print(f"{r['command']:<14} {median * 1000:>10.1f} {median / floor:>8.2f} {rss:>13}")
-PY
-    rm -f "$json" "$rss" "$rss".*
+    python3 "$repo/bench/table.py" "$json" "${rss[@]}"
+    rm -f "$json" "$rss_file"
 done
 echo
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPU pressure: $(head -1 /proc/pressure/cpu 2>/dev/null)"

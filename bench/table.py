@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+"""Print a benchmark table from one hyperfine run.
+
+    table.py RESULTS.json [RSS_KIB ...]
+
+Each command's median, as milliseconds and as a ratio to the first command
+(the floor); its mean CPU time (user + system, all threads: on a busy
+machine this moves less than wall time); and its peak RSS in MiB: the n-th
+RSS_KIB belongs to the n-th command ('-' or nothing when it was not measured).
+"""
+import json
+import statistics
+import sys
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    results = json.load(open(argv[1]))["results"]
+    rss = argv[2:]
+    floor = statistics.median(results[0]["times"])
+    width = max(10, *(len(r["command"]) for r in results))
+    print(f"{'command':<{width}} {'median ms':>10} {'x floor':>8} {'CPU ms':>8} {'peak RSS MiB':>13}")
+    for i, r in enumerate(results):
+        median = statistics.median(r["times"])
+        try:
+            mib = f"{int(rss[i]) / 1024:.1f}"
+        except (IndexError, ValueError):
+            mib = "-"
+        cpu = (r["user"] + r["system"]) * 1000
+        print(f"{r['command']:<{width}} {median * 1000:>10.1f} {median / floor:>8.2f} {cpu:>8.0f} {mib:>13}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
