@@ -19,8 +19,9 @@ pub enum Order {
     /// One directory's entries, then each of its subdirectories' subtrees in
     /// listing order, recursively. Single-threaded and deterministic.
     DepthFirst,
-    /// Directories shared between worker threads; chunks of one directory
-    /// stay in order, but directories interleave.
+    /// Directories shared between worker threads; directories interleave,
+    /// and a huge directory may be read by several threads at once (on
+    /// ext4), its chunks interleaving too.
     #[default]
     Parallel,
 }
