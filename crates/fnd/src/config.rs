@@ -33,6 +33,9 @@ pub struct Config {
     pub io_depth: usize,
     pub order: Order,
     pub sort: Option<Sort>,
+    /// Hold results back at first and print them sorted if the search ends
+    /// quickly, as fd does (not with a command, an explicit order or sort).
+    pub hold_early: bool,
     /// `--sort size|mtime`: the key each directory's entries are written in.
     pub sort_by_metadata: Option<SortArg>,
     pub max_results: Option<usize>,
@@ -148,6 +151,10 @@ impl Config {
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.
             sort: cli.sort.map(|_| Sort::Name),
+            hold_early: !has_command
+                && !cli.quiet
+                && cli.order == OrderArg::Parallel
+                && cli.sort.is_none(),
             sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
             max_results: cli.max_results(),
             quiet: cli.quiet,

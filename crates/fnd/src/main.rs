@@ -1,6 +1,7 @@
 mod cli;
 mod color;
 mod config;
+mod early;
 mod error;
 mod escape;
 mod exec;

@@ -13,6 +13,7 @@ use fnd_walk::{
 
 use crate::cli::SortArg;
 use crate::config::Config;
+use crate::early::{EarlyResults, Offer};
 use crate::error::{print_error, Outcome};
 use crate::filter::{Candidate, EntryFilters};
 use crate::pattern::NameMatcher;
@@ -81,6 +82,7 @@ struct Shared<'a> {
     cfg: &'a Config,
     results: AtomicUsize,
     found: AtomicBool,
+    early: EarlyResults,
 }
 
 /// Writes the results of one worker thread.
@@ -90,41 +92,62 @@ struct Printer<'a> {
 }
 
 impl Printer<'_> {
-    /// Count one result; false when it is past `--max-results`.
-    fn admit(&self) -> (bool, bool) {
+    /// Count `n` results: how many of them are within `--max-results`, and
+    /// whether the limit is reached.
+    fn admit(&self, n: usize) -> (usize, bool) {
         match self.shared.cfg.max_results {
-            None => (true, false),
+            None => (n, false),
             Some(max) => {
-                let n = self.shared.results.fetch_add(1, Ordering::Relaxed);
-                (n < max, n + 1 >= max)
+                let before = self.shared.results.fetch_add(n, Ordering::Relaxed);
+                (max.saturating_sub(before).min(n), before + n >= max)
             }
         }
     }
 }
 
+/// Write every entry of a chunk; false when output is gone.
+fn print_chunk(out: &mut ResultWriter<'_>, chunk: &Chunk) -> bool {
+    let prefix = chunk.prefix();
+    chunk.iter().all(|entry| out.entry(&entry, prefix))
+}
+
 impl Visitor for Printer<'_> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        let cfg = self.shared.cfg;
+        let shared = self.shared;
+        let cfg = shared.cfg;
         if chunk.is_empty() {
             return Flow::Continue;
         }
         if cfg.quiet {
-            self.shared.found.store(true, Ordering::Relaxed);
+            shared.found.store(true, Ordering::Relaxed);
             return Flow::Stop;
         }
-        let prefix = chunk.prefix();
-        let order = cfg.sort_by_metadata.map(|key| sorted_by(chunk, key));
-        for i in 0..chunk.len() {
-            let entry = chunk.get(order.as_ref().map_or(i, |o| o[i]));
-            let (admitted, last) = self.admit();
-            if !admitted {
-                return Flow::Stop;
-            }
-            if !self.out.entry(&entry, prefix) || last {
-                return Flow::Stop;
-            }
+        let (allowed, last) = self.admit(chunk.len());
+        if allowed == 0 {
+            return Flow::Stop;
         }
-        Flow::Continue
+        let after = if last { Flow::Stop } else { Flow::Continue };
+        let out = &mut self.out;
+        if let Some(key) = cfg.sort_by_metadata {
+            let prefix = chunk.prefix();
+            let order = sorted_by(chunk, key);
+            let printed = order[..allowed]
+                .iter()
+                .all(|&i| out.entry(&chunk.get(i), prefix));
+            return if printed { after } else { Flow::Stop };
+        }
+        if allowed < chunk.len() {
+            let mut kept = 0;
+            chunk.retain(|_| {
+                kept += 1;
+                kept <= allowed
+            });
+        }
+        match shared.early.offer(chunk, |held| print_chunk(out, held)) {
+            Offer::Held => after,
+            Offer::Print if print_chunk(out, chunk) => after,
+            Offer::Print | Offer::Stop => Flow::Stop,
+        }
     }
 
     fn error(&mut self, error: Error) -> Flow {
@@ -213,6 +236,7 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
         cfg: &cfg,
         results: AtomicUsize::new(0),
         found: AtomicBool::new(false),
+        early: EarlyResults::new(cfg.hold_early),
     };
     builder.visit(
         || Printer {
@@ -221,6 +245,16 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
         },
         drop,
     );
+    let found = shared.found.load(Ordering::Relaxed);
+    if let Some((chunks, order)) = shared.early.finish() {
+        let mut out = sink.writer();
+        for (c, e) in order {
+            if !out.entry(&chunks[c].get(e), chunks[c].prefix()) {
+                break;
+            }
+        }
+        out.flush();
+    }
     if let Some(errno) = stdout.failure() {
         print_error(format_args!(
             "Could not write to output: {}",
@@ -233,7 +267,7 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
         return Outcome::Error;
     }
     if cfg.quiet {
-        Outcome::HasResults(shared.found.load(Ordering::Relaxed))
+        Outcome::HasResults(found)
     } else {
         Outcome::Success
     }

@@ -1,0 +1,148 @@
+//! fd's first 100 ms: results of a search that ends that quickly (with at
+//! most 1000 results) are printed sorted by path, so small searches give the
+//! same order every time; past either limit results stream as they are found.
+//! Held results are kept as whole chunks, taken from the walk.
+
+use std::cmp::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use fnd_walk::Chunk;
+
+/// How long results are held back (fd's default `--max-buffer-time`).
+const HOLD_TIME: Duration = Duration::from_millis(100);
+/// Most results held back (fd's `MAX_BUFFER_LENGTH`).
+const HOLD_COUNT: usize = 1000;
+
+/// Results held back while the search is young.
+pub struct EarlyResults {
+    /// `Some` while holding results back; `None` once streaming.
+    held: Mutex<Option<Held>>,
+    deadline: Instant,
+}
+
+#[derive(Default)]
+struct Held {
+    chunks: Vec<Chunk>,
+    count: usize,
+}
+
+impl EarlyResults {
+    /// With `hold` false, every result streams from the start.
+    pub fn new(hold: bool) -> Self {
+        EarlyResults {
+            held: Mutex::new(hold.then(Held::default)),
+            deadline: Instant::now() + HOLD_TIME,
+        }
+    }
+
+    /// Offer a chunk of results: kept (and taken out of `chunk`) while the
+    /// search is young; otherwise `print` is given first whatever was held,
+    /// in the order found, and the chunk is left for the caller to print.
+    /// Returns false when `print` asked to stop.
+    pub fn offer(&self, chunk: &mut Chunk, mut print: impl FnMut(&Chunk) -> bool) -> Offer {
+        let mut guard = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(held) = guard.as_mut() else {
+            return Offer::Print;
+        };
+        if Instant::now() < self.deadline && held.count + chunk.len() <= HOLD_COUNT {
+            held.count += chunk.len();
+            held.chunks.push(chunk.take());
+            return Offer::Held;
+        }
+        // Streaming from now on; the lock stays held while the backlog is
+        // printed so that no other thread's results overtake it.
+        let backlog = guard.take().map(|h| h.chunks).unwrap_or_default();
+        for c in &backlog {
+            if !print(c) {
+                return Offer::Stop;
+            }
+        }
+        Offer::Print
+    }
+
+    /// After the walk: the results still held, with the order to print them
+    /// in: sorted by path when the search ended in time, else as found.
+    pub fn finish(self) -> Option<(Vec<Chunk>, Vec<(usize, usize)>)> {
+        let held = self.held.into_inner().unwrap_or_else(|e| e.into_inner())?;
+        let mut order: Vec<(usize, usize)> = held
+            .chunks
+            .iter()
+            .enumerate()
+            .flat_map(|(c, chunk)| (0..chunk.len()).map(move |e| (c, e)))
+            .collect();
+        if Instant::now() < self.deadline {
+            let paths: Vec<Vec<Vec<u8>>> = held
+                .chunks
+                .iter()
+                .map(|chunk| {
+                    chunk
+                        .iter()
+                        .map(|e| {
+                            let mut p = Vec::new();
+                            e.write_path(&mut p);
+                            p
+                        })
+                        .collect()
+                })
+                .collect();
+            order.sort_by(|a, b| compare_paths(&paths[a.0][a.1], &paths[b.0][b.1]));
+        }
+        Some((held.chunks, order))
+    }
+}
+
+/// What became of an offered chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    Held,
+    /// The caller prints the chunk.
+    Print,
+    /// Printing the backlog failed (output closed): stop.
+    Stop,
+}
+
+/// A path component, ordered as `std::path::Component` is.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum Component<'a> {
+    Root,
+    Current,
+    Parent,
+    Normal(&'a [u8]),
+}
+
+fn components(path: &[u8]) -> impl Iterator<Item = Component<'_>> {
+    let root = path.starts_with(b"/").then_some(Component::Root);
+    let rest = path
+        .split(|&c| c == b'/')
+        .enumerate()
+        .filter_map(|(i, part)| match part {
+            b"" => None,
+            // Only a leading `.` counts, as in `Path::components`.
+            b"." => (i == 0).then_some(Component::Current),
+            b".." => Some(Component::Parent),
+            name => Some(Component::Normal(name)),
+        });
+    root.into_iter().chain(rest)
+}
+
+/// Order paths as `std::path::Path` does (and fd sorts): component by
+/// component, so `a/b` sorts before `a.txt`.
+pub fn compare_paths(a: &[u8], b: &[u8]) -> Ordering {
+    components(a).cmp(components(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_paths;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn paths_sort_by_component() {
+        assert_eq!(compare_paths(b"a/b", b"a.txt"), Ordering::Less);
+        assert_eq!(compare_paths(b"a.txt", b"a/b"), Ordering::Greater);
+        assert_eq!(compare_paths(b"./a", b"./b"), Ordering::Less);
+        assert_eq!(compare_paths(b"a//b", b"a/b"), Ordering::Equal);
+        assert_eq!(compare_paths(b"./-rf", b"a"), Ordering::Less);
+    }
+}
