@@ -4,6 +4,7 @@
 //! Held results are kept as whole chunks, taken from the walk.
 
 use std::cmp::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,8 @@ const HOLD_COUNT: usize = 1000;
 pub struct EarlyResults {
     /// `Some` while holding results back; `None` once streaming.
     held: Mutex<Option<Held>>,
+    /// Set once streaming: later chunks need not take the lock.
+    streaming: AtomicBool,
     deadline: Instant,
 }
 
@@ -32,6 +35,7 @@ impl EarlyResults {
     pub fn new(hold: bool) -> Self {
         EarlyResults {
             held: Mutex::new(hold.then(Held::default)),
+            streaming: AtomicBool::new(!hold),
             deadline: Instant::now() + HOLD_TIME,
         }
     }
@@ -41,6 +45,9 @@ impl EarlyResults {
     /// in the order found, and the chunk is left for the caller to print.
     /// Returns false when `print` asked to stop.
     pub fn offer(&self, chunk: &mut Chunk, mut print: impl FnMut(&Chunk) -> bool) -> Offer {
+        if self.streaming.load(AtomicOrdering::Acquire) {
+            return Offer::Print;
+        }
         let mut guard = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let Some(held) = guard.as_mut() else {
             return Offer::Print;
@@ -53,12 +60,14 @@ impl EarlyResults {
         // Streaming from now on; the lock stays held while the backlog is
         // printed so that no other thread's results overtake it.
         let backlog = guard.take().map(|h| h.chunks).unwrap_or_default();
-        for c in &backlog {
-            if !print(c) {
-                return Offer::Stop;
-            }
+        let printed = backlog.iter().all(&mut print);
+        // Only now may other threads print without the lock.
+        self.streaming.store(true, AtomicOrdering::Release);
+        if printed {
+            Offer::Print
+        } else {
+            Offer::Stop
         }
-        Offer::Print
     }
 
     /// After the walk: the results still held, with the order to print them
