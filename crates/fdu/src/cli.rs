@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use crate::format::{SizeFormat, TimeFormat};
+use crate::format::{quote, quote_value, BadSize, SizeFormat, TimeFormat};
 
 /// What is added up per entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,7 +125,7 @@ pub fn command() -> Command {
         .arg(flag("bytes").short('b').long("bytes").help("Equivalent to --apparent-size --block-size=1"))
         .arg(flag("total").short('c').long("total").help("Produce a grand total"))
         .arg(flag("dereference-args").short('D').short_alias('H').long("dereference-args").help("Dereference only symlinks that are listed on the command line"))
-        .arg(value("max-depth").short('d').long("max-depth").value_name("N").help("Print the total for a directory only if it is N or fewer levels below the command line argument"))
+        .arg(value("max-depth").short('d').long("max-depth").value_name("N").allow_hyphen_values(true).help("Print the total for a directory only if it is N or fewer levels below the command line argument"))
         .arg(Arg::new("files0-from").long("files0-from").value_name("F").value_parser(clap::value_parser!(OsString)).help("Summarize disk usage of the NUL-terminated file names in file F; if F is -, read names from standard input"))
         .arg(flag("human-readable").short('h').long("human-readable").help("Print sizes in human readable format (e.g., 1K 234M 2G)"))
         .arg(flag("inodes").long("inodes").help("List inode usage information instead of block usage"))
@@ -168,11 +168,29 @@ fn position(m: &ArgMatches, id: &str) -> Option<usize> {
 }
 
 pub fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
-    let m = command().try_get_matches_from(args)?;
-    Ok(options(&m).unwrap_or_else(|e| crate::usage_exit(e)))
+    let m = command().try_get_matches_from(&args)?;
+    Ok(options(&m, &args).unwrap_or_else(|e| crate::usage_exit(e)))
 }
 
-fn options(m: &ArgMatches) -> Result<Options, UsageError> {
+/// An option as the user spelled it (du's messages name `-B` or `--block-size`).
+fn spelled(args: &[OsString], short: &'static str, long: &'static str) -> &'static str {
+    let long_used = args.iter().skip(1).take_while(|a| a.as_bytes() != b"--").any(|a| a.as_bytes().starts_with(long.as_bytes()));
+    if long_used {
+        long
+    } else {
+        short
+    }
+}
+
+/// du's message for a refused size.
+fn bad_size(option: &str, value: &str, why: BadSize) -> UsageError {
+    match why {
+        BadSize::Invalid => invalid(format!("invalid {option} argument {}", quote(value.as_bytes()))),
+        BadSize::TooLarge => invalid(format!("{option} argument {} too large", quote(value.as_bytes()))),
+    }
+}
+
+fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
     let flag = |id: &str| m.get_flag(id);
     let mut measure = if flag("apparent-size") { Measure::Apparent } else { Measure::Disk };
     // Of the size-format options, the last one given wins (as in du).
@@ -186,8 +204,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
         size = match id {
             "block-size" => {
                 let spec = last(m, "block-size").map(String::as_str).unwrap_or("");
-                SizeFormat::parse(spec)
-                    .map_err(|_| invalid(format!("invalid --block-size argument {}", crate::format::quote(spec.as_bytes()))))?
+                SizeFormat::parse(spec).map_err(|why| bad_size(spelled(args, "-B", "--block-size"), spec, why))?
             }
             "bytes" => SizeFormat::Blocks {
                 block: 1,
@@ -222,7 +239,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     if let Some(d) = last(m, "max-depth") {
         max_depth = d
             .parse()
-            .map_err(|_| usage(format!("invalid maximum depth {}", crate::format::quote(d.as_bytes()))))?;
+            .map_err(|_| usage(format!("invalid maximum depth {}", quote_value(d))))?;
     }
     if summarize {
         if max_depth != usize::MAX && max_depth != 0 {
@@ -235,9 +252,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     }
     let threshold = match last(m, "threshold") {
         None => Threshold::AtLeast(0),
-        Some(t) => {
-            parse_threshold(t).ok_or_else(|| invalid(format!("invalid --threshold argument {}", crate::format::quote(t.as_bytes()))))?
-        }
+        Some(t) => parse_threshold(t).map_err(|why| bad_size(spelled(args, "-t", "--threshold"), t, why))?,
     };
     let time = match m.get_many::<String>("time").and_then(|mut v| v.next_back()) {
         None => None,
@@ -249,7 +264,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
                 w => {
                     return Err(usage(format!(
                         "invalid argument {} for '--time'",
-                        crate::format::quote(w.as_bytes())
+                        quote(w.as_bytes())
                     )))
                 }
             };
@@ -260,7 +275,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
             let format = TimeFormat::parse(&style).map_err(|_| {
                 usage(format!(
                     "invalid argument {} for 'time style'",
-                    crate::format::quote(style.as_bytes())
+                    quote(style.as_bytes())
                 ))
             })?;
             Some((kind, format))
@@ -269,7 +284,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     let mut excludes: Vec<String> = m.get_many::<String>("exclude").map(|v| v.cloned().collect()).unwrap_or_default();
     for file in m.get_many::<String>("exclude-from").into_iter().flatten() {
         let text =
-            std::fs::read(file).map_err(|e| invalid(format!("{}: {}", crate::format::quote(file.as_bytes()), crate::error_text(&e))))?;
+            std::fs::read(file).map_err(|e| invalid(format!("{}: {}", quote(file.as_bytes()), crate::error_text(&e))))?;
         excludes.extend(
             text.split(|&b| b == b'\n')
                 .filter(|l| !l.is_empty())
@@ -291,7 +306,7 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
     if files0_from.is_some() && !operands.is_empty() {
         return Err(usage(format!(
             "extra operand {}\nfile operands cannot be combined with --files0-from",
-            crate::format::quote(&operands[0])
+            quote(&operands[0])
         )));
     }
     let number = |id: &str, default: usize| -> Result<usize, UsageError> {
@@ -299,18 +314,16 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
             None => Ok(default),
             Some(v) => v
                 .parse()
-                .map_err(|_| usage(format!("invalid --{id} argument {}", crate::format::quote(v.as_bytes())))),
+                .map_err(|_| usage(format!("invalid --{id} argument {}", quote(v.as_bytes())))),
         }
     };
-    let tree = flag("tree").then(|| -> Result<TreeOptions, UsageError> {
-        let (cols, rows) = crate::tree::terminal_size();
-        Ok(TreeOptions {
-            depth: number("tree-depth", 4)?,
-            lines: number("tree-lines", rows.saturating_sub(4).max(10))?,
-            bar_width: (cols / 4).clamp(10, 40),
-        })
-    });
-    let tree = tree.transpose()?;
+    let (cols, rows) = crate::tree::terminal_size();
+    let view = TreeOptions {
+        depth: number("tree-depth", 4)?,
+        lines: number("tree-lines", rows.saturating_sub(4).max(10))?,
+        bar_width: (cols / 4).clamp(10, 40),
+    };
+    let tree = flag("tree").then_some(view);
     Ok(Options {
         operands,
         files0_from,
@@ -337,21 +350,17 @@ fn options(m: &ArgMatches) -> Result<Options, UsageError> {
 
 /// du's threshold: a block-size-style number, negative to mean "at most"
 /// (`-0` is refused, as du refuses it).
-fn parse_threshold(t: &str) -> Option<Threshold> {
+fn parse_threshold(t: &str) -> Result<Threshold, BadSize> {
     let (negative, digits) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, t),
     };
     if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
-        return (!negative).then_some(Threshold::AtLeast(0));
+        return if negative { Err(BadSize::Invalid) } else { Ok(Threshold::AtLeast(0)) };
     }
-    let bytes = match SizeFormat::parse(digits).ok()? {
+    let bytes = match SizeFormat::parse(digits)? {
         SizeFormat::Blocks { block, .. } => block,
-        SizeFormat::Human { .. } => return None,
+        SizeFormat::Human { .. } => return Err(BadSize::Invalid),
     };
-    Some(if negative {
-        Threshold::AtMost(bytes)
-    } else {
-        Threshold::AtLeast(bytes)
-    })
+    Ok(if negative { Threshold::AtMost(bytes) } else { Threshold::AtLeast(bytes) })
 }

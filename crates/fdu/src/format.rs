@@ -34,20 +34,23 @@ impl SizeFormat {
     /// `MB`, … in powers of 1000; `KiB`, … in 1024). Without a number the
     /// unit is printed after each size. `human-readable` and `si` are the
     /// same as `-h` and `--si`.
-    pub fn parse(spec: &str) -> Result<SizeFormat, ()> {
+    pub fn parse(spec: &str) -> Result<SizeFormat, BadSize> {
         match spec {
             "human-readable" => return Ok(SizeFormat::Human { base: 1024 }),
             "si" => return Ok(SizeFormat::Human { base: 1000 }),
             _ => {}
         }
         let spec = spec.strip_prefix('\'').unwrap_or(spec);
+        if spec.is_empty() {
+            return Err(BadSize::Invalid);
+        }
         let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
         let (number, unit) = spec.split_at(digits);
-        let count: u64 = if number.is_empty() { 1 } else { number.parse().map_err(|_| ())? };
+        let count: u64 = if number.is_empty() { 1 } else { number.parse().map_err(|_| BadSize::TooLarge)? };
         let (scale, suffix) = parse_unit(unit)?;
-        let block = count.checked_mul(scale).ok_or(())?;
+        let block = count.checked_mul(scale).ok_or(BadSize::TooLarge)?;
         if block == 0 {
-            return Err(());
+            return Err(BadSize::Invalid);
         }
         let suffix = if number.is_empty() { suffix } else { String::new() };
         Ok(SizeFormat::Blocks { block, suffix })
@@ -73,13 +76,20 @@ impl SizeFormat {
     }
 }
 
+/// Why a size was refused (du words the two differently).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BadSize {
+    Invalid,
+    TooLarge,
+}
+
 /// `K`, `MB`, `GiB`, … → (multiplier, the suffix as du prints it).
-fn parse_unit(unit: &str) -> Result<(u64, String), ()> {
+fn parse_unit(unit: &str) -> Result<(u64, String), BadSize> {
     if unit.is_empty() {
         return Ok((1, String::new()));
     }
     let mut chars = unit.chars();
-    let letter = chars.next().ok_or(())?;
+    let letter = chars.next().ok_or(BadSize::Invalid)?;
     let power = match letter {
         'k' | 'K' => 1,
         'm' | 'M' => 2,
@@ -91,15 +101,15 @@ fn parse_unit(unit: &str) -> Result<(u64, String), ()> {
         'Y' => 8,
         'R' => 9,
         'Q' => 10,
-        _ => return Err(()),
+        _ => return Err(BadSize::Invalid),
     };
     let (base, tail) = match chars.as_str() {
         "" => (1024u64, ""),
         "B" => (1000, "B"),
         "iB" => (1024, "iB"),
-        _ => return Err(()),
+        _ => return Err(BadSize::Invalid),
     };
-    let scale = (0..power).try_fold(1u64, |acc, _| acc.checked_mul(base)).ok_or(())?;
+    let scale = (0..power).try_fold(1u64, |acc, _| acc.checked_mul(base)).ok_or(BadSize::TooLarge)?;
     let shown = if base == 1000 && letter.eq_ignore_ascii_case(&'k') {
         'k'
     } else {
@@ -192,14 +202,14 @@ pub struct TimeFormat {
 
 impl TimeFormat {
     /// `full-iso`, `long-iso`, `iso` or `+FORMAT`; du's default is `long-iso`.
-    pub fn parse(style: &str) -> Result<TimeFormat, ()> {
+    pub fn parse(style: &str) -> Result<TimeFormat, BadSize> {
         let style = style.strip_prefix("posix-").unwrap_or(style);
         let strftime = match style {
             "full-iso" => "%Y-%m-%d %H:%M:%S.%N %z".to_string(),
             "long-iso" => "%Y-%m-%d %H:%M".to_string(),
             "iso" => "%Y-%m-%d".to_string(),
             s if s.starts_with('+') => s[1..].split('\n').next().unwrap_or("").to_string(),
-            _ => return Err(()),
+            _ => return Err(BadSize::Invalid),
         };
         Ok(TimeFormat { strftime })
     }
@@ -209,6 +219,18 @@ impl TimeFormat {
         let ts = jiff::Timestamp::from_nanosecond(nanos as i128).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
         let zoned = ts.to_zoned(tz.clone());
         out.extend_from_slice(zoned.strftime(&self.strftime).to_string().as_bytes());
+    }
+}
+
+/// A value quoted as coreutils' `quote` does in messages: ‘x’ in a UTF-8
+/// locale, 'x' otherwise.
+pub fn quote_value(value: &str) -> String {
+    let var = ["LC_ALL", "LC_CTYPE", "LANG"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty())).unwrap_or_default();
+    let lower = var.to_ascii_lowercase();
+    if lower.contains("utf-8") || lower.contains("utf8") {
+        format!("\u{2018}{value}\u{2019}")
+    } else {
+        format!("'{value}'")
     }
 }
 
@@ -298,7 +320,9 @@ mod tests {
                 suffix: "KiB".into()
             })
         );
-        assert!(SizeFormat::parse("0").is_err());
+        assert_eq!(SizeFormat::parse("0"), Err(BadSize::Invalid));
+        assert_eq!(SizeFormat::parse("99999999999999999999999"), Err(BadSize::TooLarge));
+        assert_eq!(SizeFormat::parse(""), Err(BadSize::Invalid));
         assert!(SizeFormat::parse("foo").is_err());
     }
 

@@ -65,16 +65,14 @@ fn main() -> ExitCode {
     let (mut operands, mut failed) = operands(&opts);
     operands.iter_mut().for_each(trim_trailing_slashes);
     let follow_operands = opts.follow != Follow::Never;
-    let metas: Vec<std::io::Result<fnd_walk::Metadata>> = operands
+    // Err(None): a dangling symlink that was to be followed (du says only "cannot access").
+    let metas: Vec<Result<fnd_walk::Metadata, Option<std::io::Error>>> = operands
         .iter()
         .map(|op| {
             let path = Path::new(OsStr::from_bytes(op));
-            fnd_walk::meta::stat_path(path, follow_operands).or_else(|e| {
-                if follow_operands {
-                    fnd_walk::meta::stat_path(path, false)
-                } else {
-                    Err(e)
-                }
+            fnd_walk::meta::stat_path(path, follow_operands).map_err(|e| match fnd_walk::meta::stat_path(path, false) {
+                Ok(_) if follow_operands => None,
+                _ => Some(e),
             })
         })
         .collect();
@@ -92,7 +90,7 @@ fn main() -> ExitCode {
         let m = match meta {
             Ok(m) => m,
             Err(e) => {
-                scan.error(&format!("cannot access {}: {}", format::quote(op), error_text(e)));
+                scan.cannot_access(op, e.as_ref());
                 continue;
             }
         };

@@ -298,9 +298,13 @@ impl Scan {
         }
     }
 
-    /// A file that was listed but could not be statted.
-    fn cannot_access(&self, path: &[u8], err: &std::io::Error) {
-        self.error(&format!("cannot access {}: {}", crate::format::quote(path), crate::error_text(err)));
+    /// A file that could not be statted (`None`: a symlink to follow that
+    /// leads nowhere, for which du gives no reason).
+    pub fn cannot_access(&self, path: &[u8], err: Option<&std::io::Error>) {
+        match err {
+            Some(err) => self.error(&format!("cannot access {}: {}", crate::format::quote(path), crate::error_text(err))),
+            None => self.error(&format!("cannot access {}", crate::format::quote(path))),
+        }
     }
 }
 
@@ -565,7 +569,7 @@ impl EntryFilter for DuFilter {
         let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
             Ok(m) => m,
             Err(e) => {
-                scan.cannot_access(&join(entry.parent_prefix, entry.name), &e);
+                scan.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));
                 return Decision::SKIP;
             }
         };
@@ -656,9 +660,16 @@ impl Visitor for DuVisitor {
                 let mut path = Vec::new();
                 entry.write_path(&mut path);
                 let err = entry.metadata().err().unwrap_or_else(|| std::io::Error::other("stat failed"));
-                scan.cannot_access(&path, &err);
+                scan.cannot_access(&path, Some(&err));
                 continue;
             };
+            if link_all && m.file_type().is_symlink() {
+                // With -L a link whose target is gone is an error, and not counted.
+                let mut path = Vec::new();
+                entry.write_path(&mut path);
+                scan.cannot_access(&path, None);
+                continue;
+            }
             if !scan.operand_counts(m.dev, m.ino) {
                 continue;
             }
