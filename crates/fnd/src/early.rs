@@ -72,9 +72,9 @@ impl EarlyResults {
 
     /// After the walk: the results still held, with the order to print them
     /// in: sorted by path when the search ended in time, else as found.
-    pub fn finish(self) -> Option<(Vec<Chunk>, Vec<(usize, usize)>)> {
+    pub fn finish(self) -> Option<(Vec<Chunk>, Vec<EntryAt>)> {
         let held = self.held.into_inner().unwrap_or_else(|e| e.into_inner())?;
-        let mut order: Vec<(usize, usize)> = held
+        let mut order: Vec<EntryAt> = held
             .chunks
             .iter()
             .enumerate()
@@ -100,6 +100,9 @@ impl EarlyResults {
         Some((held.chunks, order))
     }
 }
+
+/// An entry of the held chunks: (chunk index, entry index).
+pub type EntryAt = (usize, usize);
 
 /// What became of an offered chunk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
