@@ -39,17 +39,16 @@ fn fd() -> Option<Command> {
     Some(cmd)
 }
 
-/// Read one line, close the pipe, and return the exit status and stderr.
-fn read_one_line_then_close(cmd: &mut Command) -> (std::process::ExitStatus, String) {
+/// Read the first bytes, close the pipe, and return the exit status and stderr.
+fn read_a_little_then_close(cmd: &mut Command) -> (std::process::ExitStatus, String) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn");
-    let mut line = Vec::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_until(b'\n', &mut line)
-        .unwrap();
+    // A few bytes, as `head -c 100` takes (a line would be all of `-0` output).
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(&mut child.stdout.take().unwrap(), &mut first).unwrap();
     // The reader is dropped here: the pipe is closed.
     let out = child.wait_with_output().unwrap();
     (
@@ -64,7 +63,7 @@ fn closed_stdout_stops_quietly_with_fds_exit_status() {
     wide_tree(tmp.path(), 30_000);
     // fd 10.5 exits 1 without a word when its output is closed (`fd | head -1`).
     let expected = match fd() {
-        Some(mut fd) => read_one_line_then_close(fd.args(["-u", "."]).arg(tmp.path()))
+        Some(mut fd) => read_a_little_then_close(fd.args(["-u", "."]).arg(tmp.path()))
             .0
             .code(),
         None => Some(1),
@@ -75,7 +74,7 @@ fn closed_stdout_stops_quietly_with_fds_exit_status() {
         &["-u", "-0", "."],
         &["-u", "--format", "{}", "."],
     ] {
-        let (status, stderr) = read_one_line_then_close(fnd().args(args).arg(tmp.path()));
+        let (status, stderr) = read_a_little_then_close(fnd().args(args).arg(tmp.path()));
         assert!(
             stderr.is_empty(),
             "{args:?}: no message on a closed pipe, got {stderr:?}"
