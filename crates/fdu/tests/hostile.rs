@@ -248,6 +248,9 @@ fn follow_mode_ends_on_loops_and_treats_links_as_du_does() {
 #[test]
 fn racing_swaps_never_lead_fdu_out_of_the_tree() {
     let tmp = tempfile::tempdir().unwrap();
+    if !can_exchange(tmp.path()) {
+        return;
+    }
     let outside = make_outside(tmp.path(), &["b"]);
     let tree = tmp.path().join("tree");
     std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
@@ -506,4 +509,32 @@ fn bad_values_are_rejected_as_du_rejects_them() {
             String::from_utf8_lossy(&json[..json.len().min(40)])
         );
     }
+}
+
+#[test]
+fn hostile_names_read_from_files0_from_are_printed_byte_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = open_root(tmp.path());
+    let mut list = Vec::new();
+    let mut expected = HashSet::new();
+    for name in hostile_names() {
+        touch_at(&dir, &name);
+        let path = [tmp.path().as_os_str().as_bytes(), b"/", &name].concat();
+        list.extend_from_slice(&path);
+        list.push(0);
+        expected.insert([&b"0\t"[..], &path].concat());
+    }
+    let mut child = fdu()
+        .args(["-0", "--files0-from=-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &list).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        record_set(&out.stdout) == expected,
+        "names from --files0-from changed on the way"
+    );
 }

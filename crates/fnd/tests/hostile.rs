@@ -365,6 +365,9 @@ fn symlink_loops_end_with_follow_and_dangling_links_are_listed() {
 #[test]
 fn racing_swaps_never_lead_fnd_out_of_the_tree() {
     let tmp = tempfile::tempdir().unwrap();
+    if !can_exchange(tmp.path()) {
+        return;
+    }
     let outside = make_outside(tmp.path(), &["b"]);
     let tree = tmp.path().join("tree");
     std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
@@ -436,4 +439,55 @@ fn tree_mutated_during_the_run() {
     }
     stop.store(true, Ordering::Relaxed);
     mutator.join().unwrap();
+}
+
+#[test]
+fn hostile_search_paths_are_printed_as_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let top = open_root(tmp.path());
+    let names = hostile_names();
+    for name in &names {
+        mkdir_at(&top, name);
+        touch_at(
+            open_dir(&top, std::ffi::OsStr::from_bytes(name)).unwrap(),
+            b"inner",
+        );
+    }
+    // As fd does: each result is the search path as given, a `/`, the rest
+    // (but `-`, which fd 10.5 prints as `./-`).
+    let expected: HashSet<Vec<u8>> = names
+        .iter()
+        .map(|n| {
+            if n == b"-" {
+                b"./-/inner".to_vec()
+            } else {
+                cat(&[n, b"/inner"])
+            }
+        })
+        .collect();
+    let mut cmd = fnd();
+    cmd.args(["-u", "-0", "--", "."])
+        .args(names.iter().map(|n| std::ffi::OsStr::from_bytes(n)))
+        .current_dir(tmp.path());
+    let out = run(&mut cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: Vec<&[u8]> = records(&out.stdout);
+    let set: HashSet<Vec<u8>> = found.iter().map(|r| r.to_vec()).collect();
+    assert_eq!(set.len(), found.len(), "a path printed twice");
+    let missing: Vec<String> = expected
+        .difference(&set)
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let extra: Vec<String> = set
+        .difference(&expected)
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    assert!(
+        set == expected,
+        "search paths not printed as given: missing {missing:?}, extra {extra:?}"
+    );
 }

@@ -196,6 +196,22 @@ pub fn exchange(dir: impl AsFd, a: &str, b: &str) -> rustix::io::Result<()> {
     fs::renameat_with(&dir, a, &dir, b, RenameFlags::EXCHANGE)
 }
 
+/// Whether the file system under `base` can swap names atomically; the swap
+/// tests skip, saying so, where it cannot (some overlay file systems).
+pub fn can_exchange(base: &Path) -> bool {
+    let probe = tempfile::tempdir_in(base).expect("probe directory");
+    let dir = open_root(probe.path());
+    touch_at(&dir, b"x");
+    mkdir_at(&dir, b"y");
+    match exchange(&dir, "x", "y") {
+        Ok(()) => true,
+        Err(e) => {
+            eprintln!("skipped: renameat2(RENAME_EXCHANGE) is not supported here ({e})");
+            false
+        }
+    }
+}
+
 /// A directory outside every walked tree with a file whose name the output
 /// must never contain, also under `sub` (a path the tree mirrors).
 pub const MARKER: &str = "MARKER-outside-the-tree";
