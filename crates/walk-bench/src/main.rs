@@ -7,8 +7,11 @@
 //! walk-bench [--runs N] [--threads T]... [--task count|size]... TREE...
 //! ```
 //!
-//! Prints, per tree, task and thread count, the median time and peak memory
-//! of each library and its ratio to fnd-walk (above 1: fnd-walk is faster).
+//! Prints, per tree, task and thread count, the median wall time, CPU time
+//! (all threads, user + system) and peak memory of each library, and its
+//! ratios to fnd-walk (above 1: fnd-walk is faster). On a machine shared
+//! with other work, wall time favours whoever runs more threads; CPU time
+//! is the steadier measure of work done.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -72,6 +75,7 @@ struct Sample {
     size: u64,
     nanos: u64,
     peak_kib: u64,
+    cpu_nanos: u64,
 }
 
 fn compare(tree: &str, task: &str, threads: usize, runs: usize) {
@@ -89,17 +93,24 @@ fn compare(tree: &str, task: &str, threads: usize, runs: usize) {
     for (library, mut samples) in LIBRARIES.into_iter().zip(all) {
         samples.sort_by_key(|s| s.nanos);
         let median = &samples[samples.len() / 2];
-        let mut peaks: Vec<u64> = samples.iter().map(|s| s.peak_kib).collect();
-        peaks.sort_unstable();
-        let peak = peaks[peaks.len() / 2];
-        let (ref_nanos, ref_entries) = *reference.get_or_insert((median.nanos, median.entries));
+        let median_of = |field: fn(&Sample) -> u64| {
+            let mut values: Vec<u64> = samples.iter().map(field).collect();
+            values.sort_unstable();
+            values[values.len() / 2]
+        };
+        let peak = median_of(|s| s.peak_kib);
+        let cpu = median_of(|s| s.cpu_nanos);
+        let (ref_nanos, ref_cpu, ref_entries) = *reference.get_or_insert((median.nanos, cpu, median.entries));
         let ratio = median.nanos as f64 / ref_nanos as f64;
+        let cpu_ratio = cpu as f64 / ref_cpu as f64;
         let mismatch = if median.entries == ref_entries { String::new() } else { format!("  (entries differ: {ref_entries})") };
         println!(
-            "  {library:<10} {:>9.1} ms  {:>7} KiB peak  {:>5.2}x  entries={} size={}{mismatch}",
+            "  {library:<10} {:>9.1} ms {:>5.2}x  cpu {:>9.1} ms {:>5.2}x  {:>7} KiB peak  entries={} size={}{mismatch}",
             median.nanos as f64 / 1e6,
-            peak,
             ratio,
+            cpu as f64 / 1e6,
+            cpu_ratio,
+            peak,
             median.entries,
             median.size,
         );
@@ -118,10 +129,10 @@ fn measure(library: &str, task: &str, tree: &str, threads: usize) -> Sample {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().expect("a number")).collect();
-    Sample { entries: fields[0], size: fields[1], nanos: fields[2], peak_kib: fields[3] }
+    Sample { entries: fields[0], size: fields[1], nanos: fields[2], peak_kib: fields[3], cpu_nanos: fields[4] }
 }
 
-/// The child: walk once, print `entries size nanos peak_kib`.
+/// The child: walk once, print `entries size nanos peak_kib cpu_nanos`.
 fn one(args: &[String]) {
     let [library, task, tree, threads] = args else { usage() };
     let threads: usize = threads.parse().unwrap_or_else(|_| usage());
@@ -137,7 +148,9 @@ fn one(args: &[String]) {
         _ => usage(),
     };
     let nanos = start.elapsed().as_nanos();
-    println!("{entries} {size} {nanos} {}", peak_kib());
+    let cpu = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    let cpu_nanos = cpu.tv_sec as u128 * 1_000_000_000 + cpu.tv_nsec as u128;
+    println!("{entries} {size} {nanos} {} {cpu_nanos}", peak_kib());
 }
 
 fn peak_kib() -> u64 {
