@@ -7,7 +7,7 @@ mod support;
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -93,32 +93,6 @@ fn hostile_names_are_printed_byte_exact_as_du_prints_them() {
     }
 }
 
-fn chain_seen(root: &[u8], stdout: &[u8]) -> Vec<(usize, bool)> {
-    let mut seen: Vec<(usize, bool)> = record_set(stdout)
-        .iter()
-        .map(|r| path_of(r))
-        .filter(|p| *p != root)
-        .map(|p| {
-            let is_file = p.ends_with(b"/f");
-            // A full check of each 22 KB path costs seconds in a debug
-            // build; the length and a few full checks pin it down.
-            let links =
-                (p.len() - root.len() - if is_file { 2 } else { 0 }) / (CHAIN_NAME.len() + 1);
-            let depth = links + usize::from(is_file);
-            assert_eq!(
-                p.len(),
-                root.len() + links * (CHAIN_NAME.len() + 1) + if is_file { 2 } else { 0 }
-            );
-            if depth % 500 == 0 {
-                assert_eq!(chain_entry(root, p), (depth, is_file));
-            }
-            (depth, is_file)
-        })
-        .collect();
-    seen.sort();
-    seen
-}
-
 #[test]
 fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
     const DEPTH: usize = 2000;
@@ -134,7 +108,13 @@ fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
         String::from_utf8_lossy(&all.stderr)
     );
     assert!(
-        chain_seen(root, &all.stdout) == chain_expected(DEPTH),
+        chain_seen(
+            root,
+            record_set(&all.stdout)
+                .iter()
+                .map(|r| path_of(r))
+                .filter(|p| *p != root)
+        ) == chain_expected(DEPTH),
         "fdu -a: chain not counted whole"
     );
     for limit in ["", "ulimit -n 32 && "] {
@@ -180,7 +160,7 @@ fn huge_directory_is_summed_in_bounded_memory() {
     } else {
         20_000
     };
-    big_dir(tmp.path(), count);
+    many_files(tmp.path(), count, 100);
     for args in [
         &["-a", "-0"][..],
         &["-s", "-0"],
@@ -280,36 +260,9 @@ fn racing_swaps_never_lead_fdu_out_of_the_tree() {
 
 #[test]
 fn unreadable_directories_are_reported_as_du_does() {
-    use std::os::unix::fs::PermissionsExt;
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch to another user");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(tmp) = permission_tree() else { return };
     let r = tmp.path();
-    std::fs::set_permissions(r, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir_all(r.join("locked/x")).unwrap();
-    std::fs::create_dir_all(r.join("open")).unwrap();
-    std::fs::write(r.join("open/f"), b"").unwrap();
-    std::fs::set_permissions(r.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
-    let as_nobody = |tool: &str| {
-        Command::new("setpriv")
-            .args([
-                "--reuid=65534",
-                "--regid=65534",
-                "--clear-groups",
-                "--",
-                tool,
-                "-a",
-                "-0",
-            ])
-            .arg(r)
-            .output()
-            .ok()
-            .filter(|o| !String::from_utf8_lossy(&o.stderr).contains("setpriv:"))
-    };
-    let Some(ours) = as_nobody(env!("CARGO_BIN_EXE_fdu")) else {
-        eprintln!("skipped: setpriv could not run fdu as nobody");
+    let Some(ours) = as_nobody(env!("CARGO_BIN_EXE_fdu"), &["-a", "-0"], r) else {
         return;
     };
     let stderr = String::from_utf8_lossy(&ours.stderr);
@@ -330,7 +283,7 @@ fn unreadable_directories_are_reported_as_du_does() {
         "the unreadable directory is still counted"
     );
     if du().is_some() {
-        if let Some(theirs) = as_nobody("du") {
+        if let Some(theirs) = as_nobody("du", &["-a", "-0"], r) {
             assert!(
                 record_set(&ours.stdout) == record_set(&theirs.stdout),
                 "differs from du as nobody"
@@ -388,7 +341,7 @@ fn tree_mutated_during_the_scan() {
 #[test]
 fn full_and_closed_output() {
     let tmp = tempfile::tempdir().unwrap();
-    wide(tmp.path(), 3_000);
+    many_files(tmp.path(), 3_000, 40);
     if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
         let out = run(fdu().arg("-a").arg(tmp.path()).stdout(full));
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -418,13 +371,6 @@ fn full_and_closed_output() {
         "closed pipe: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-fn wide(root: &Path, count: usize) {
-    let dir = open_root(root);
-    for i in 0..count {
-        touch_at(&dir, format!("{i:0>40}").as_bytes());
-    }
 }
 
 #[test]

@@ -176,18 +176,22 @@ const ACCEPTED: &[&[&str]] = &[
     ],
 ];
 
+fn assert_succeeds(dir: &std::path::Path, args: &[&str]) {
+    let out = fnd_in(dir, args);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn odd_but_valid_values_do_not_fail() {
     let tmp = tiny_tree();
     let fd = fd_10_5();
     for &args in ACCEPTED {
-        let out = fnd_in(tmp.path(), args);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_succeeds(tmp.path(), args);
         let fd_args: Vec<&str> = args
             .iter()
             .copied()
@@ -208,27 +212,13 @@ fn odd_but_valid_values_do_not_fail() {
 #[test]
 fn thread_counts_past_the_machine_are_capped_not_fatal() {
     // fd 10.5 starts every thread it is asked for and is killed for it.
-    let tmp = tiny_tree();
-    let out = fnd_in(tmp.path(), &["-j", "100000", "."]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeds(tiny_tree().path(), &["-j", "100000", "."]);
 }
 
 #[test]
 #[ignore = "exec starts one runner thread per -j: with -j 100000 it starts tens of thousands of threads (and can take the machine down); unignore once exec caps its runners"]
 fn thread_counts_past_the_machine_are_capped_for_commands_too() {
-    let tmp = tiny_tree();
-    let out = fnd_in(tmp.path(), &["-j", "100000", "-x", "true"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_succeeds(tiny_tree().path(), &["-j", "100000", "-x", "true"]);
 }
 
 #[test]

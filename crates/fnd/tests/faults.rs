@@ -12,20 +12,11 @@ use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+
 use std::process::{Command, Stdio};
 
 use harness::*;
 use support::*;
-
-/// `count` files with 40-byte names: megabytes of output, far more than a
-/// pipe holds, so a writer blocks until the reader goes away.
-fn wide_tree(root: &Path, count: usize) {
-    let dir = open_root(root);
-    for i in 0..count {
-        touch_at(&dir, format!("{i:0>40}").as_bytes());
-    }
-}
 
 /// fd 10.5, when installed: some expectations are checked against it.
 fn fd() -> Option<Command> {
@@ -60,7 +51,7 @@ fn read_a_little_then_close(cmd: &mut Command) -> (std::process::ExitStatus, Str
 #[test]
 fn closed_stdout_stops_quietly_with_fds_exit_status() {
     let tmp = scratch_dir();
-    wide_tree(tmp.path(), 30_000);
+    many_files(tmp.path(), 30_000, 40);
     // fd 10.5 exits 1 without a word when its output is closed (`fd | head -1`).
     let expected = match fd() {
         Some(mut fd) => read_a_little_then_close(fd.args(["-u", "."]).arg(tmp.path()))
@@ -94,7 +85,7 @@ fn full_output_is_one_clear_error_and_exit_1() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    wide_tree(tmp.path(), 2_000);
+    many_files(tmp.path(), 2_000, 40);
     for args in [
         &["-u", "."][..],
         &["-u", "-j1", "."],
@@ -133,7 +124,7 @@ fn libc_sigint() -> i32 {
 #[test]
 fn sigint_mid_walk_exits_130_with_colours_reset() {
     let tmp = scratch_dir();
-    wide_tree(tmp.path(), 20_000);
+    many_files(tmp.path(), 20_000, 40);
     for (colour, hyperlink) in [
         ("never", "never"),
         ("always", "never"),
@@ -185,7 +176,7 @@ fn sigint_mid_walk_exits_130_with_colours_reset() {
 #[test]
 fn sigint_on_a_pipe_ends_the_walk() {
     let tmp = scratch_dir();
-    wide_tree(tmp.path(), 20_000);
+    many_files(tmp.path(), 20_000, 40);
     let mut child = fnd()
         .args(["-u", "."])
         .arg(tmp.path())
@@ -338,56 +329,21 @@ fn hostile_names_reach_commands_verbatim() {
     }
 }
 
-/// Run fnd as `nobody`, so that permissions apply (root reads everything).
-fn as_nobody(args: &[&str], root: &Path) -> Option<std::process::Output> {
-    let out = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-        .arg(env!("CARGO_BIN_EXE_fnd"))
-        .args(args)
-        .arg(root)
-        .env("NO_COLOR", "1")
-        .output();
-    match out {
-        Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("setpriv:") => Some(out),
-        Ok(out) => {
-            eprintln!(
-                "skipped: setpriv could not run fnd as nobody: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            None
-        }
-        Err(e) => {
-            eprintln!(
-                "skipped: setpriv is not available ({e}); permissions cannot be tested as root"
-            );
-            None
-        }
-    }
-}
-
 #[test]
 fn unreadable_entries_are_listed_and_errors_shown_only_when_asked() {
-    use std::os::unix::fs::PermissionsExt;
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch to another user");
-        return;
-    }
-    let tmp = tempfile::tempdir().unwrap();
+    let Some(tmp) = permission_tree() else { return };
     let r = tmp.path();
-    std::fs::set_permissions(r, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir_all(r.join("locked/deeper")).unwrap();
-    std::fs::create_dir_all(r.join("open")).unwrap();
-    std::fs::write(r.join("open/x"), b"").unwrap();
-    std::fs::write(r.join("secret"), b"").unwrap();
-    std::fs::set_permissions(r.join("locked"), std::fs::Permissions::from_mode(0o000)).unwrap();
-    std::fs::set_permissions(r.join("secret"), std::fs::Permissions::from_mode(0o000)).unwrap();
     let root = r.as_os_str().as_bytes();
     let expected: HashSet<Vec<u8>> = ["locked/", "open/", "open/x", "secret"]
         .iter()
         .map(|p| [root, b"/", p.as_bytes()].concat())
         .collect();
     for order in ["dfs", "bfs", "parallel"] {
-        let Some(quiet) = as_nobody(&["-u", "-0", "--order", order, "."], r) else {
+        let Some(quiet) = as_nobody(
+            env!("CARGO_BIN_EXE_fnd"),
+            &["-u", "-0", "--order", order, "."],
+            r,
+        ) else {
             return;
         };
         let got: HashSet<Vec<u8>> = records(&quiet.stdout)
@@ -405,8 +361,11 @@ fn unreadable_entries_are_listed_and_errors_shown_only_when_asked() {
             String::from_utf8_lossy(&quiet.stderr)
         );
         assert_eq!(quiet.status.code(), Some(0), "{order}");
-        let Some(shown) = as_nobody(&["-u", "-0", "--show-errors", "--order", order, "."], r)
-        else {
+        let Some(shown) = as_nobody(
+            env!("CARGO_BIN_EXE_fnd"),
+            &["-u", "-0", "--show-errors", "--order", order, "."],
+            r,
+        ) else {
             return;
         };
         let stderr = String::from_utf8_lossy(&shown.stderr);

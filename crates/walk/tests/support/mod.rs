@@ -154,6 +154,31 @@ pub fn chain_entry(root: &[u8], path: &[u8]) -> (usize, bool) {
     (parts.len(), is_file)
 }
 
+/// [`chain_entry`] for many paths, fast: a full check of each 22 KB path
+/// costs seconds in a debug build, so the length pins most paths down and
+/// every 500th level is checked in full. Returns the (depth, is_file) sorted.
+pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec<(usize, bool)> {
+    let mut seen: Vec<(usize, bool)> = paths
+        .map(|p| {
+            let is_file = p.ends_with(b"/f");
+            let file_part = if is_file { 2 } else { 0 };
+            let links = (p.len() - root.len() - file_part) / (CHAIN_NAME.len() + 1);
+            let depth = links + usize::from(is_file);
+            assert_eq!(
+                p.len(),
+                root.len() + links * (CHAIN_NAME.len() + 1) + file_part,
+                "length of a chain path"
+            );
+            if depth % 500 == 0 {
+                assert_eq!(chain_entry(root, p), (depth, is_file));
+            }
+            (depth, is_file)
+        })
+        .collect();
+    seen.sort();
+    seen
+}
+
 /// Every (depth, is_file) a chain `depth` deep must yield, sorted.
 pub fn chain_expected(depth: usize) -> Vec<(usize, bool)> {
     let mut v: Vec<(usize, bool)> = (1..=depth)
@@ -233,12 +258,68 @@ pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// `count` empty files with 100-byte names: a listing held in memory
-/// instead of streamed would take 20 MB and more for 200,000 of them.
-pub fn big_dir(root: &Path, count: usize) {
+/// `count` empty files with `name_len`-byte names. With 100 bytes, a listing
+/// held in memory instead of streamed takes 20 MB and more for 200,000.
+pub fn many_files(root: &Path, count: usize, name_len: usize) {
     let dir = open_root(root);
     for i in 0..count {
-        touch_at(&dir, format!("{i:0>100}").as_bytes());
+        touch_at(&dir, format!("{i:0>name_len$}").as_bytes());
+    }
+}
+
+/// A tree only root may read all of, for runs as `nobody`: `locked/` (mode
+/// 000, holding `deeper/`), `open/x`, and `secret` (mode 000). None, saying
+/// so, when not root.
+pub fn permission_tree() -> Option<tempfile::TempDir> {
+    use std::os::unix::fs::PermissionsExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: needs root to switch to another user");
+        return None;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let r = tmp.path();
+    let mode =
+        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    mode(r, 0o755);
+    std::fs::create_dir_all(r.join("locked/deeper")).unwrap();
+    std::fs::create_dir_all(r.join("open")).unwrap();
+    std::fs::write(r.join("open/x"), b"").unwrap();
+    std::fs::write(r.join("secret"), b"").unwrap();
+    mode(&r.join("locked"), 0o000);
+    mode(&r.join("secret"), 0o000);
+    Some(tmp)
+}
+
+/// Run `program args… root` as `nobody`, so that permissions apply (root
+/// reads everything). None, saying so, when setpriv cannot.
+pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::process::Output> {
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            program,
+        ])
+        .args(args)
+        .arg(root)
+        .env("NO_COLOR", "1")
+        .output();
+    match out {
+        Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("setpriv:") => Some(out),
+        Ok(out) => {
+            eprintln!(
+                "skipped: setpriv could not run {program} as nobody: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!(
+                "skipped: setpriv is not available ({e}); permissions cannot be tested as root"
+            );
+            None
+        }
     }
 }
 
