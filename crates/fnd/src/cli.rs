@@ -355,6 +355,10 @@ pub struct Cli {
     #[arg(long, value_name = "when", conflicts_with_all = ["path", "search_path"], require_equals = true, num_args = 0..=1, default_missing_value = "always", hide_short_help = true)]
     pub strip_cwd_prefix: Option<StripCwdWhen>,
 
+    /// How long results are held back to be printed sorted, in milliseconds (fd's hidden option).
+    #[arg(long, value_name = "ms", hide = true)]
+    pub max_buffer_time: Option<u64>,
+
     /// Do not descend into other file systems (aliases: --mount, --xdev).
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,

@@ -33,9 +33,10 @@ pub struct Config {
     pub io_depth: usize,
     pub order: Order,
     pub sort: Option<Sort>,
-    /// Hold results back at first and print them sorted if the search ends
-    /// quickly, as fd does (not with a command, an explicit order or sort).
-    pub hold_early: bool,
+    /// How long results are held back at first, to be printed sorted if the
+    /// search ends by then, as fd does (not with a command, an explicit
+    /// order or sort).
+    pub hold_early: Option<std::time::Duration>,
     /// `--sort size|mtime`: the key each directory's entries are written in.
     pub sort_by_metadata: Option<SortArg>,
     pub max_results: Option<usize>,
@@ -151,10 +152,11 @@ impl Config {
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.
             sort: cli.sort.map(|_| Sort::Name),
-            hold_early: !has_command
+            hold_early: (!has_command
                 && !cli.quiet
                 && cli.order == OrderArg::Parallel
-                && cli.sort.is_none(),
+                && cli.sort.is_none())
+            .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
             sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
             max_results: cli.max_results(),
             quiet: cli.quiet,

@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use fnd_walk::Chunk;
 
-/// How long results are held back (fd's default `--max-buffer-time`).
-const HOLD_TIME: Duration = Duration::from_millis(100);
 /// Most results held back (fd's `MAX_BUFFER_LENGTH`).
 const HOLD_COUNT: usize = 1000;
 
@@ -31,12 +29,13 @@ struct Held {
 }
 
 impl EarlyResults {
-    /// With `hold` false, every result streams from the start.
-    pub fn new(hold: bool) -> Self {
+    /// Hold results for `hold` (fd's default is 100 ms); `None` streams
+    /// every result from the start.
+    pub fn new(hold: Option<Duration>) -> Self {
         EarlyResults {
-            held: Mutex::new(hold.then(Held::default)),
-            streaming: AtomicBool::new(!hold),
-            deadline: Instant::now() + HOLD_TIME,
+            held: Mutex::new(hold.map(|_| Held::default())),
+            streaming: AtomicBool::new(hold.is_none()),
+            deadline: Instant::now() + hold.unwrap_or_default(),
         }
     }
 

@@ -1,6 +1,6 @@
 //! Runs the real `fd` (10.5) and `fnd` side by side over a matrix of options
 //! on trees built here, inside and outside a git repository, and compares
-//! their sorted output and exit codes. Skipped (with a message) when `fd`
+//! their output (in order) and exit codes. Skipped (with a message) when `fd`
 //! 10.5 or `git` is not installed.
 
 mod find_tree;
@@ -24,7 +24,10 @@ struct Run {
 }
 
 fn run(program: &Path, args: &[&str], cwd: &Path, home: &Path) -> Run {
+    // Both hold results back this long (fd's hidden option) and then print
+    // them sorted, so the order can be compared too.
     let out = Command::new(program)
+        .args(["--max-buffer-time", "3600000"])
         .args(args)
         .current_dir(cwd)
         .env("HOME", home)
@@ -33,13 +36,12 @@ fn run(program: &Path, args: &[&str], cwd: &Path, home: &Path) -> Run {
         .env("NO_COLOR", "1")
         .output()
         .expect("run");
-    let mut lines: Vec<Vec<u8>> = out
+    let lines: Vec<Vec<u8>> = out
         .stdout
         .split(|&b| b == b'\n' || b == 0)
         .filter(|l| !l.is_empty())
         .map(<[u8]>::to_vec)
         .collect();
-    lines.sort();
     Run {
         code: out.status.code().unwrap_or(-1),
         lines,
