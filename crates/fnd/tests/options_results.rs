@@ -87,3 +87,15 @@ fn path_text() {
         expect(&[&format!("{}/a/b.txt", abs.display())])
     );
 }
+
+#[test]
+fn quick_searches_print_sorted_by_path() {
+    let t = tempfile::tempdir().unwrap();
+    make(t.path(), &["a.txt", "a/b", "b", "a/a/z", "-x"]);
+    // Held back for an hour, the results come out sorted as paths sort:
+    // component by component, so `a/…` precedes `a.txt`.
+    let out = fnd(t.path(), &["--max-buffer-time", "3600000"]);
+    assert_eq!(out.lines(), ["./-x", "a/", "a/a/", "a/a/z", "a/b", "a.txt", "b"]);
+    let out = fnd(t.path(), &["--max-buffer-time", "3600000", "--max-results", "2", "-tf"]);
+    assert_eq!(out.lines().len(), 2);
+}
