@@ -65,7 +65,7 @@ pub struct Scan {
     links_seen: Mutex<HashSet<(u64, u64)>>,
     /// Directories already entered, with `-L` (links can reach one twice).
     dirs_seen: Mutex<HashSet<(u64, u64)>>,
-    pub grand_total: AtomicU64,
+    grand_total: AtomicU64,
     grand_newest: AtomicI64,
     /// Each operand's tree, for `--tree` and `--json`.
     pub trees: Mutex<Vec<Root>>,
@@ -95,7 +95,8 @@ impl Scan {
             Some(set.build().map_err(|e| e.to_string())?)
         };
         let mut operand_ids: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
-        if ids.len() > 1 {
+        // With -l du counts everything it meets, overlapping operands included.
+        if ids.len() > 1 && !opts.count_links {
             for (i, id) in ids.iter().enumerate() {
                 if let Some(id) = id {
                     operand_ids.entry(*id).or_default().push(i);

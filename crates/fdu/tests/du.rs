@@ -212,6 +212,7 @@ fn several_operands_count_nothing_twice() {
     same_as_du(&["t/a", "t"]);
     same_as_du(&["t/a", "t/a/b", "t", "t/a"]);
     same_as_du(&["-a", "t/one", "t"]);
+    same_as_du(&["-l", "t/a", "t", "t/a"]);
 }
 
 #[test]
