@@ -8,6 +8,18 @@ use std::ffi::OsStr;
 
 use find_tree::{expect, fnd, fnd_env, git_init, make, write};
 
+/// What the tree shows when its .gitignore does not apply.
+const WITHOUT_GITIGNORE: &[&str] = &[
+    "a.log",
+    "a.txt",
+    "keep.log",
+    "sub/",
+    "sub/b.log",
+    "sub/c.rs",
+    "vendor/",
+    "vendor/lib.rs",
+];
+
 /// `outer/.ignore` ignores `up*`; `outer/tree` is searched.
 fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
     let t = tempfile::tempdir().unwrap();
@@ -39,19 +51,7 @@ fn tree() -> (tempfile::TempDir, std::path::PathBuf) {
 fn gitignore_applies_only_inside_a_repository() {
     let (_t, root) = tree();
     let outside = fnd(&root, &[]);
-    assert_eq!(
-        outside.sorted(),
-        expect(&[
-            "a.log",
-            "a.txt",
-            "keep.log",
-            "sub/",
-            "sub/b.log",
-            "sub/c.rs",
-            "vendor/",
-            "vendor/lib.rs"
-        ])
-    );
+    assert_eq!(outside.sorted(), expect(WITHOUT_GITIGNORE));
     assert_eq!(
         fnd(&root, &["--no-require-git"]).sorted(),
         expect(&["a.txt", "keep.log", "sub/", "sub/c.rs"])
@@ -66,16 +66,7 @@ fn gitignore_applies_only_inside_a_repository() {
     );
     assert_eq!(
         fnd(&root, &["--no-ignore-vcs"]).sorted(),
-        expect(&[
-            "a.log",
-            "a.txt",
-            "keep.log",
-            "sub/",
-            "sub/b.log",
-            "sub/c.rs",
-            "vendor/",
-            "vendor/lib.rs"
-        ])
+        expect(WITHOUT_GITIGNORE)
     );
 }
 
