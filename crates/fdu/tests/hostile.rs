@@ -9,8 +9,6 @@ use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use support::*;
 
@@ -228,34 +226,17 @@ fn follow_mode_ends_on_loops_and_treats_links_as_du_does() {
 #[test]
 fn racing_swaps_never_lead_fdu_out_of_the_tree() {
     let tmp = tempfile::tempdir().unwrap();
-    if !can_exchange(tmp.path()) {
-        return;
-    }
-    let outside = make_outside(tmp.path(), &["b"]);
-    let tree = tmp.path().join("tree");
-    std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
-    std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let racer = {
-        let (stop, tree) = (stop.clone(), tree.clone());
-        std::thread::spawn(move || {
-            let dir = open_root(&tree);
-            while !stop.load(Ordering::Relaxed) {
-                exchange(&dir, "a", "link").unwrap();
-            }
-        })
-    };
-    for i in 0..60 {
-        let threads = ["-j1", "-j4"][i % 2];
-        let out = run(fdu().args(["-a", "-0", threads]).arg(&tree));
-        assert!(
-            !contains(&out.stdout, MARKER.as_bytes()),
-            "followed a swapped link out of the tree"
-        );
-        record_set(&out.stdout);
-    }
-    stop.store(true, Ordering::Relaxed);
-    racer.join().unwrap();
+    during_swaps(tmp.path(), |tree| {
+        for i in 0..60 {
+            let threads = ["-j1", "-j4"][i % 2];
+            let out = run(fdu().args(["-a", "-0", threads]).arg(tree));
+            assert!(
+                !contains(&out.stdout, MARKER.as_bytes()),
+                "followed a swapped link out of the tree"
+            );
+            record_set(&out.stdout);
+        }
+    });
 }
 
 #[test]
@@ -295,47 +276,24 @@ fn unreadable_directories_are_reported_as_du_does() {
 #[test]
 fn tree_mutated_during_the_scan() {
     let tmp = tempfile::tempdir().unwrap();
-    for d in 0..10 {
-        std::fs::create_dir_all(tmp.path().join(format!("stable/d{d}"))).unwrap();
-    }
-    let churn = tmp.path().join("churn");
-    std::fs::create_dir(&churn).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mutator = {
-        let (stop, churn) = (stop.clone(), churn.clone());
-        std::thread::spawn(move || {
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let d = churn.join(format!("n{n}"));
-                let _ = std::fs::create_dir_all(d.join("x"));
-                let _ = std::fs::rename(&d, churn.join(format!("m{n}")));
-                if n > 2 {
-                    let _ = std::fs::remove_dir_all(churn.join(format!("m{}", n - 2)));
-                }
-                n += 1;
-            }
-        })
-    };
-    for threads in ["-j1", "-j4", "-j1", "-j4"] {
-        let out = run(fdu().args(["-a", "-0", threads]).arg(tmp.path()));
-        let set = record_set(&out.stdout);
-        assert_eq!(
-            set.iter()
+    during_churn(tmp.path(), || {
+        for threads in ["-j1", "-j4", "-j1", "-j4"] {
+            let out = run(fdu().args(["-a", "-0", threads]).arg(tmp.path()));
+            let set = record_set(&out.stdout);
+            let stable = set
+                .iter()
                 .filter(|r| contains(path_of(r), b"/stable/d"))
-                .count(),
-            10,
-            "{threads}: untouched entries lost"
-        );
-        // Vanished entries may be reported (du does); nothing else.
-        for line in String::from_utf8_lossy(&out.stderr).lines() {
-            assert!(
-                line.contains("No such file or directory"),
-                "{threads}: unexpected error: {line}"
-            );
+                .count();
+            assert_eq!(stable, 10, "{threads}: untouched entries lost");
+            // Vanished entries may be reported (du does); nothing else.
+            for line in String::from_utf8_lossy(&out.stderr).lines() {
+                assert!(
+                    line.contains("No such file or directory"),
+                    "{threads}: unexpected error: {line}"
+                );
+            }
         }
-    }
-    stop.store(true, Ordering::Relaxed);
-    mutator.join().unwrap();
+    });
 }
 
 #[test]

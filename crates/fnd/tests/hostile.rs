@@ -13,8 +13,6 @@ use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 use harness::*;
 use support::*;
@@ -340,80 +338,42 @@ fn symlink_loops_end_with_follow_and_dangling_links_are_listed() {
 #[test]
 fn racing_swaps_never_lead_fnd_out_of_the_tree() {
     let tmp = tempfile::tempdir().unwrap();
-    if !can_exchange(tmp.path()) {
-        return;
-    }
-    let outside = make_outside(tmp.path(), &["b"]);
-    let tree = tmp.path().join("tree");
-    std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
-    std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let racer = {
-        let (stop, tree) = (stop.clone(), tree.clone());
-        std::thread::spawn(move || {
-            let dir = open_root(&tree);
-            while !stop.load(Ordering::Relaxed) {
-                exchange(&dir, "a", "link").unwrap();
-            }
-        })
-    };
-    for i in 0..60 {
-        let order = ["dfs", "bfs", "parallel"][i % 3];
-        let out = run(fnd()
-            .args(["-u", "-0", "--show-errors", "--order", order, "."])
-            .arg(&tree));
-        assert!(
-            !contains(&out.stdout, MARKER.as_bytes()),
-            "followed a swapped link out of the tree"
-        );
-    }
-    stop.store(true, Ordering::Relaxed);
-    racer.join().unwrap();
+    during_swaps(tmp.path(), |tree| {
+        for i in 0..60 {
+            let order = ["dfs", "bfs", "parallel"][i % 3];
+            let out = run(fnd()
+                .args(["-u", "-0", "--show-errors", "--order", order, "."])
+                .arg(tree));
+            assert!(
+                !contains(&out.stdout, MARKER.as_bytes()),
+                "followed a swapped link out of the tree"
+            );
+        }
+    });
 }
 
 #[test]
 fn tree_mutated_during_the_run() {
     let tmp = tempfile::tempdir().unwrap();
-    for d in 0..10 {
-        std::fs::create_dir_all(tmp.path().join(format!("stable/d{d}"))).unwrap();
-    }
-    let churn = tmp.path().join("churn");
-    std::fs::create_dir(&churn).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let mutator = {
-        let (stop, churn) = (stop.clone(), churn.clone());
-        std::thread::spawn(move || {
-            let mut n = 0;
-            while !stop.load(Ordering::Relaxed) {
-                let d = churn.join(format!("n{n}"));
-                let _ = std::fs::create_dir_all(d.join("x"));
-                let _ = std::fs::rename(&d, churn.join(format!("m{n}")));
-                if n > 2 {
-                    let _ = std::fs::remove_dir_all(churn.join(format!("m{}", n - 2)));
-                }
-                n += 1;
-            }
-        })
-    };
-    for order in ["dfs", "bfs", "parallel", "dfs", "bfs", "parallel"] {
-        let out = run(fnd()
-            .args(["-u", "-0", "--order", order, "."])
-            .arg(tmp.path()));
-        assert!(
-            out.status.success() && out.stderr.is_empty(),
-            "{order}: {out:?}"
-        );
-        let found: Vec<&[u8]> = records(&out.stdout);
-        let set: HashSet<&[u8]> = found.iter().copied().collect();
-        assert_eq!(set.len(), found.len(), "{order}: a path printed twice");
-        assert_eq!(
-            found.iter().filter(|r| contains(r, b"/stable/d")).count(),
-            10,
-            "{order}: untouched entries lost"
-        );
-    }
-    stop.store(true, Ordering::Relaxed);
-    mutator.join().unwrap();
+    during_churn(tmp.path(), || {
+        for order in ["dfs", "bfs", "parallel", "dfs", "bfs", "parallel"] {
+            let out = run(fnd()
+                .args(["-u", "-0", "--order", order, "."])
+                .arg(tmp.path()));
+            assert!(
+                out.status.success() && out.stderr.is_empty(),
+                "{order}: {out:?}"
+            );
+            let found: Vec<&[u8]> = records(&out.stdout);
+            let set: HashSet<&[u8]> = found.iter().copied().collect();
+            assert_eq!(set.len(), found.len(), "{order}: a path printed twice");
+            assert_eq!(
+                found.iter().filter(|r| contains(r, b"/stable/d")).count(),
+                10,
+                "{order}: untouched entries lost"
+            );
+        }
+    });
 }
 
 #[test]

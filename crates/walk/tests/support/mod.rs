@@ -11,6 +11,7 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::fs::{self, AtFlags, Mode, OFlags, RenameFlags, CWD};
 use rustix::io::Errno;
@@ -357,4 +358,60 @@ pub fn count_and_peak_rss(cmd: &mut Command) -> (usize, u64, std::process::ExitS
     let status = child.wait().unwrap();
     assert!(peak > 0, "could not read the child's VmHWM");
     (count, peak, status)
+}
+
+/// Run `body` while another thread does `step(n)` for n = 0, 1, … until it returns.
+fn while_racing(step: impl FnMut(usize) + Send + 'static, body: impl FnOnce()) {
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let racer = {
+        let stop = stop.clone();
+        let mut step = step;
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
+                step(n);
+                n += 1;
+            }
+        })
+    };
+    body();
+    stop.store(true, Ordering::Relaxed);
+    racer.join().expect("racing thread");
+}
+
+/// `base/tree` holding `a/b/c` and `link` (to a directory outside holding
+/// [`MARKER`]); `body` gets the tree while a thread swaps `a` and `link`
+/// without pause. Skips, saying so, without `RENAME_EXCHANGE`.
+pub fn during_swaps(base: &Path, body: impl FnOnce(&Path)) {
+    if !can_exchange(base) {
+        return;
+    }
+    let outside = make_outside(base, &["b"]);
+    let tree = base.join("tree");
+    std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
+    std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
+    let dir = open_root(&tree);
+    while_racing(
+        move |_| exchange(&dir, "a", "link").expect("exchange"),
+        || body(&tree),
+    );
+}
+
+/// `base/stable/d0` … `d9`, never touched, and `base/churn`, where a thread
+/// creates, renames and deletes directories while `body` runs.
+pub fn during_churn(base: &Path, body: impl FnOnce()) {
+    for d in 0..10 {
+        std::fs::create_dir_all(base.join(format!("stable/d{d}"))).unwrap();
+    }
+    let churn = base.join("churn");
+    std::fs::create_dir(&churn).unwrap();
+    let step = move |n: usize| {
+        let d = churn.join(format!("n{n}"));
+        let _ = std::fs::create_dir_all(d.join("x"));
+        let _ = std::fs::rename(&d, churn.join(format!("m{n}")));
+        if n > 2 {
+            let _ = std::fs::remove_dir_all(churn.join(format!("m{}", n - 2)));
+        }
+    };
+    while_racing(step, body);
 }
