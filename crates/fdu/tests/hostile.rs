@@ -152,13 +152,7 @@ fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
 
 #[test]
 fn huge_directory_is_summed_in_bounded_memory() {
-    let tmp = scratch_dir();
-    let count = if scratch_is_memory(tmp.path()) {
-        200_000
-    } else {
-        20_000
-    };
-    many_files(tmp.path(), count, 100);
+    let (tmp, count) = huge_directory();
     for args in [
         &["-a", "-0"][..],
         &["-s", "-0"],

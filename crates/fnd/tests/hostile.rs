@@ -255,17 +255,7 @@ fn chain_2000_deep_is_listed_whole_even_with_32_descriptors() {
 
 #[test]
 fn huge_directory_streams_in_bounded_memory() {
-    let tmp = scratch_dir();
-    // 200,000 where inodes are cheap (tmpfs); a busy disk makes that minutes.
-    let count = if scratch_is_memory(tmp.path()) {
-        200_000
-    } else {
-        20_000
-    };
-    if count < 200_000 {
-        eprintln!("note: no memory file system for scratch trees; using {count} entries");
-    }
-    many_files(tmp.path(), count, 100);
+    let (tmp, count) = huge_directory();
     for args in [
         &["-u", "-0", "."][..],
         &["-u", "-0", "-j1", "--format", "{size} {}", "."],

@@ -268,6 +268,23 @@ pub fn many_files(root: &Path, count: usize, name_len: usize) {
     }
 }
 
+/// A directory of 200,000 files with 100-byte names where inodes are cheap
+/// (tmpfs), 20,000 elsewhere (a busy disk makes 200,000 take minutes).
+/// Returns it with the count.
+pub fn huge_directory() -> (tempfile::TempDir, usize) {
+    let tmp = scratch_dir();
+    let count = if scratch_is_memory(tmp.path()) {
+        200_000
+    } else {
+        20_000
+    };
+    if count < 200_000 {
+        eprintln!("note: no memory file system for scratch trees; using {count} entries");
+    }
+    many_files(tmp.path(), count, 100);
+    (tmp, count)
+}
+
 /// A tree only root may read all of, for runs as `nobody`: `locked/` (mode
 /// 000, holding `deeper/`), `open/x`, and `secret` (mode 000). None, saying
 /// so, when not root.
