@@ -611,3 +611,104 @@ fn error_asking_to_stop_ends_a_parallel_walk() {
     rx.recv_timeout(Duration::from_secs(120))
         .expect("the walk ended after a visitor asked to stop");
 }
+
+/// `base/big`, a directory of `count` names big enough for a parallel walk
+/// to read it with several threads (on ext4, cut by hash ranges). The names
+/// are hard links to two files: ext4 adds a link without allocating an
+/// inode, which costs about a millisecond on a busy disk.
+fn huge_directory_of_links(base: &Path, count: usize) -> (std::path::PathBuf, HashSet<Vec<u8>>) {
+    let big = base.join("big");
+    std::fs::create_dir(&big).unwrap();
+    let dir = open_root(&big);
+    touch_at(&dir, b"origin0");
+    touch_at(&dir, b"origin1");
+    let mut names: HashSet<Vec<u8>> = [b"origin0".to_vec(), b"origin1".to_vec()].into();
+    for i in 0..count {
+        let name = format!("{i:0>100}");
+        let origin = ["origin0", "origin1"][i % 2];
+        rustix::fs::linkat(
+            &dir,
+            origin,
+            &dir,
+            name.as_str(),
+            rustix::fs::AtFlags::empty(),
+        )
+        .unwrap();
+        names.insert(name.into_bytes());
+    }
+    let expected = names
+        .into_iter()
+        .map(|n| join(&root_bytes(&big), &n))
+        .collect();
+    (big, expected)
+}
+
+#[test]
+fn huge_directory_read_by_several_threads_yields_each_entry_once() {
+    // On the disk (not `scratch_dir`): ext4 is where the engine splits.
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, expected) = huge_directory_of_links(tmp.path(), 60_000);
+    for threads in [2, 8] {
+        for metadata in [false, true] {
+            let b = WalkBuilder::new(&big)
+                .order(Order::Parallel)
+                .threads(threads)
+                .min_depth(1)
+                .metadata(metadata);
+            let c = collect(&b);
+            assert!(c.errors.is_empty(), "errors: {:?}", c.errors);
+            assert!(
+                unique_paths(&c, "huge directory") == expected,
+                "{threads} threads: entries lost or added"
+            );
+        }
+    }
+}
+
+#[test]
+fn huge_directory_changing_while_several_threads_read_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, expected) = huge_directory_of_links(tmp.path(), 60_000);
+    for round in 0..2 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mutator = {
+            let (stop, big) = (stop.clone(), big.clone());
+            std::thread::spawn(move || {
+                let dir = open_root(&big);
+                let mut n = 0;
+                // New names only (never reused): a name seen twice is the walk's doing.
+                while !stop.load(Ordering::Relaxed) || n < 50 {
+                    let (new, moved) = (format!("new{round}-{n}"), format!("moved{round}-{n}"));
+                    let _ = rustix::fs::linkat(
+                        &dir,
+                        "origin0",
+                        &dir,
+                        new.as_str(),
+                        rustix::fs::AtFlags::empty(),
+                    );
+                    let _ = rustix::fs::renameat(&dir, new.as_str(), &dir, moved.as_str());
+                    if n >= 3 {
+                        let _ = rustix::fs::unlinkat(
+                            &dir,
+                            format!("moved{round}-{}", n - 3).as_str(),
+                            rustix::fs::AtFlags::empty(),
+                        );
+                    }
+                    n += 1;
+                }
+            })
+        };
+        let c = collect(
+            &WalkBuilder::new(&big)
+                .order(Order::Parallel)
+                .threads(4)
+                .min_depth(1),
+        );
+        stop.store(true, Ordering::Relaxed);
+        mutator.join().unwrap();
+        assert!(c.errors.is_empty(), "errors: {:?}", c.errors);
+        let found = unique_paths(&c, "changing huge directory");
+        let lost = expected.difference(&found).count();
+        assert_eq!(lost, 0, "round {round}: {lost} untouched entries lost");
+    }
+}
