@@ -177,7 +177,7 @@ fn sigint_mid_walk_exits_130_with_colours_reset() {
 fn sigint_on_a_pipe_ends_the_walk() {
     let tmp = scratch_dir();
     many_files(tmp.path(), 20_000, 40);
-    let mut child = fnd()
+    let mut child = default_sigint(&mut fnd())
         .args(["-u", "."])
         .arg(tmp.path())
         .stdout(Stdio::piped())

@@ -77,6 +77,9 @@ pub fn on_pty(cmd: &mut Command, interrupt_after: Option<usize>) -> Option<(Vec<
         eprintln!("skipped: no pseudo-terminal available");
         return None;
     };
+    if interrupt_after.is_some() {
+        default_sigint(cmd);
+    }
     let mut child: Child = cmd
         .stdout(Stdio::from(terminal))
         .spawn()
@@ -115,4 +118,22 @@ pub fn strip_sgr(out: &[u8]) -> Vec<u8> {
         i += 1;
     }
     v
+}
+
+/// Let the child die of SIGINT even where the test runs with SIGINT ignored
+/// (a background job of a non-interactive shell, say): an ignored signal
+/// stays ignored across exec, and a terminal's foreground job never has it so.
+pub fn default_sigint(cmd: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGINT,
+                nix::sys::signal::SigHandler::SigDfl,
+            )
+            .map(drop)
+            .map_err(std::io::Error::from)
+        })
+    }
 }
