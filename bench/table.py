@@ -4,7 +4,8 @@
     table.py RESULTS.json [RSS_KIB ...]
 
 Each command's median, as milliseconds and as a ratio to the first command
-(the floor); its mean CPU time (user + system, all threads: on a busy
+(the floor); its fastest run as a ratio to the floor's fastest (the run
+least disturbed by other work on the machine); its mean CPU time (user + system, all threads: on a busy
 machine this moves less than wall time); and its peak RSS in MiB: the n-th
 RSS_KIB belongs to the n-th command ('-' or nothing when it was not measured).
 """
@@ -20,8 +21,9 @@ def main(argv):
     results = json.load(open(argv[1]))["results"]
     rss = argv[2:]
     floor = statistics.median(results[0]["times"])
+    floor_min = min(results[0]["times"])
     width = max(10, *(len(r["command"]) for r in results))
-    print(f"{'command':<{width}} {'median ms':>10} {'x floor':>8} {'CPU ms':>8} {'peak RSS MiB':>13}")
+    print(f"{'command':<{width}} {'median ms':>10} {'x floor':>8} {'min x floor':>12} {'CPU ms':>8} {'peak RSS MiB':>13}")
     for i, r in enumerate(results):
         median = statistics.median(r["times"])
         try:
@@ -29,7 +31,7 @@ def main(argv):
         except (IndexError, ValueError):
             mib = "-"
         cpu = (r["user"] + r["system"]) * 1000
-        print(f"{r['command']:<{width}} {median * 1000:>10.1f} {median / floor:>8.2f} {cpu:>8.0f} {mib:>13}")
+        print(f"{r['command']:<{width}} {median * 1000:>10.1f} {median / floor:>8.2f} {min(r['times']) / floor_min:>12.2f} {cpu:>8.0f} {mib:>13}")
     return 0
 
 
