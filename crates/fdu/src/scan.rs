@@ -57,6 +57,8 @@ pub struct Scan {
     root_own: Mutex<Option<Usage>>,
     /// Set once the operand's root node has been made.
     root_entered: AtomicBool,
+    /// The operand's file system is one where fts sorts big directories by inode.
+    inode_sort: AtomicBool,
     current: AtomicU64,
     /// Operand identities (dev, ino) → operand indexes; empty with one operand.
     operand_ids: HashMap<(u64, u64), Vec<usize>>,
@@ -112,6 +114,7 @@ impl Scan {
             root_dev: AtomicU64::new(0),
             root_own: Mutex::new(None),
             root_entered: AtomicBool::new(false),
+            inode_sort: AtomicBool::new(false),
             current: AtomicU64::new(0),
             operand_ids,
             operands: ids
@@ -267,6 +270,7 @@ impl Scan {
         self.root_dev.store(m.dev, Relaxed);
         *self.root_own.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.usage(m));
         self.root_entered.store(false, Relaxed);
+        self.inode_sort.store(inode_sort_may_be_useful(path), Relaxed);
         if self.opts.follow == Follow::All {
             self.dirs_seen.lock().unwrap_or_else(|e| e.into_inner()).insert((m.dev, m.ino));
         }
@@ -309,6 +313,18 @@ impl Scan {
     }
 }
 
+/// gnulib's `dirent_inode_sort_may_be_useful`: every file system but NFS,
+/// CIFS and tmpfs.
+fn inode_sort_may_be_useful(path: &[u8]) -> bool {
+    const NFS: i64 = 0x6969;
+    const CIFS: i64 = 0xFF53_4D42;
+    const TMPFS: i64 = 0x0102_1994;
+    match rustix::fs::statfs(Path::new(OsStr::from_bytes(path))) {
+        Ok(st) => !matches!(st.f_type as i64, NFS | CIFS | TMPFS),
+        Err(_) => true,
+    }
+}
+
 fn nanos(secs: i64, nsec: u32) -> i64 {
     secs.saturating_mul(1_000_000_000).saturating_add(nsec as i64)
 }
@@ -328,6 +344,7 @@ pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
 struct Subdir {
     name: Box<[u8]>,
     position: u64,
+    ino: u64,
     own: Usage,
     claimed: bool,
 }
@@ -343,8 +360,9 @@ pub struct Node {
     scan: &'static Scan,
     parent: Option<Arc<Node>>,
     depth: u32,
-    /// Where the directory comes in its parent's listing (see [`position`]).
+    /// Where the directory comes in its parent's listing (see [`file_position`]).
     position: u64,
+    ino: u64,
     /// Kept only when a line is printed for it or its entries.
     path: Option<Box<[u8]>>,
     /// Kept only for the tree view and JSON.
@@ -358,10 +376,17 @@ pub struct Node {
     /// counted in listing order by the filter.
     listed_files: AtomicU32,
     listed_dirs: AtomicU32,
+    /// Every entry listed, excluded ones too (fts's count).
+    listed_all: AtomicU32,
     subdirs: Mutex<Subdirs>,
     tree: Option<Mutex<TreeBuilder>>,
     finished: bool,
 }
+
+/// gnulib fts: directories with more entries than this are read whole and
+/// sorted by inode, `READDIR_BATCH` entries at a time.
+const INODE_SORT_ABOVE: u32 = 10_000;
+const READDIR_BATCH: u32 = 100_000;
 
 /// Where an entry comes in its directory's listing, comparable across files
 /// and directories: the `i`-th listed file is `2i+1`, a directory listed
@@ -383,13 +408,23 @@ impl Node {
         }
     }
 
-    /// The positions from the root down to an entry of this directory.
-    pub fn position_path(&self, leaf: u64) -> Box<[u64]> {
-        let mut path = vec![leaf];
-        let mut node = Some(self);
-        while let Some(n) = node {
-            path.push(n.position);
-            node = n.parent.as_deref();
+    /// Whether fts (and so du) visits this directory's entries in inode
+    /// order: gnulib sorts a directory of more than 10 000 entries by inode,
+    /// except on NFS, CIFS and tmpfs (in batches of 100 000, which this
+    /// does not model).
+    fn inode_sorted(&self) -> bool {
+        self.scan.inode_sort.load(Relaxed) && (INODE_SORT_ABOVE + 1..=READDIR_BATCH).contains(&self.listed_all.load(Relaxed))
+    }
+
+    /// The order key of an entry of this directory (at `position` in the
+    /// listing, inode `ino`) along its path from the operand: smaller is
+    /// met first by du. Valid once the walk is over.
+    pub fn visit_order(&self, position: u64, ino: u64) -> Box<[u64]> {
+        let mut path = vec![if self.inode_sorted() { ino } else { position }];
+        let mut node = self;
+        while let Some(parent) = &node.parent {
+            path.push(if parent.inode_sorted() { node.ino } else { node.position });
+            node = parent;
         }
         path.reverse();
         path.into_boxed_slice()
@@ -507,11 +542,12 @@ impl EntryFilter for DuFilter {
             Some(_) => dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path),
             None => dir.path,
         };
-        let (own, position) = match &parent {
+        let (own, position, ino) = match &parent {
             None => {
                 scan.root_entered.store(true, Relaxed);
                 (
                     scan.root_own.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default(),
+                    0,
                     0,
                 )
             }
@@ -524,10 +560,11 @@ impl EntryFilter for DuFilter {
                 match subdirs.list.binary_search_by(|s| (*s.name).cmp(name)) {
                     Ok(i) => {
                         subdirs.list[i].claimed = true;
-                        (subdirs.list[i].own, subdirs.list[i].position)
+                        (subdirs.list[i].own, subdirs.list[i].position, subdirs.list[i].ino)
                     }
                     Err(_) => (
                         fnd_walk::meta::stat_fd(dir.fd).map(|m| scan.usage(&m)).unwrap_or_default(),
+                        u64::MAX,
                         u64::MAX,
                     ),
                 }
@@ -540,6 +577,7 @@ impl EntryFilter for DuFilter {
             parent,
             depth,
             position,
+            ino,
             path: (depth as usize <= scan.opts.max_depth).then(|| dir.path.into()),
             name: keep_tree.then(|| name.into()),
             local: AtomicU64::new(own.amount),
@@ -547,6 +585,7 @@ impl EntryFilter for DuFilter {
             newest: AtomicI64::new(own.stamp),
             listed_files: AtomicU32::new(0),
             listed_dirs: AtomicU32::new(0),
+            listed_all: AtomicU32::new(0),
             subdirs: Mutex::new(Subdirs::default()),
             tree: keep_tree.then(|| Mutex::new(TreeBuilder::default())),
             finished: false,
@@ -559,6 +598,7 @@ impl EntryFilter for DuFilter {
         let Some(node) = state.and_then(|s| (**s).downcast_ref::<Node>()) else {
             return Decision::KEEP;
         };
+        node.listed_all.fetch_add(1, Relaxed);
         if scan.excludes.is_some() && scan.excluded(&join(entry.parent_prefix, entry.name)) {
             return Decision::SKIP;
         }
@@ -588,6 +628,7 @@ impl EntryFilter for DuFilter {
         let subdir = Subdir {
             name: entry.name.into(),
             position: dir_position(files_before, rank),
+            ino: m.ino,
             own: scan.usage(&m),
             claimed: false,
         };
@@ -681,7 +722,7 @@ impl Visitor for DuVisitor {
                 self.links.push(Sighting {
                     dev: m.dev,
                     ino: m.ino,
-                    position: node.position_path(file_position(index)),
+                    position: file_position(index),
                     node: node.clone(),
                     usage,
                     name: keep_name.then(|| entry.name_bytes().into()),

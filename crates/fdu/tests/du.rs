@@ -356,3 +356,26 @@ fn no_progress_when_stderr_is_not_a_terminal() {
     let out = run("fdu", &["t"], dir.path());
     assert!(out.stderr.is_empty());
 }
+
+/// gnulib's fts reads a directory of more than 10 000 entries whole and
+/// visits it in inode order (except on NFS, CIFS, tmpfs): which hard link du
+/// meets first, and so which directory's line counts it, follows that order.
+#[test]
+fn hard_links_in_a_huge_directory_follow_fts_inode_order() {
+    if !have_du() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("t/a");
+    fs::create_dir_all(&big).unwrap();
+    fs::create_dir_all(dir.path().join("t/z")).unwrap();
+    for i in 0..10_500 {
+        fs::write(big.join(format!("f{i}")), b"x").unwrap();
+    }
+    for i in (0..10_500).step_by(1000) {
+        fs::hard_link(big.join(format!("f{i}")), dir.path().join(format!("t/z/l{i}"))).unwrap();
+        fs::create_dir(big.join(format!("d{i}"))).unwrap();
+        fs::hard_link(big.join(format!("f{}", i + 1)), big.join(format!("d{i}/l"))).unwrap();
+    }
+    same_as_du_in(dir.path(), &["-a", "t"]);
+}
