@@ -79,6 +79,9 @@ run() { # name, tree, commands...
 
 listing_commands() { # the listing tools, run in the tree
     cmds+=(-n floor "$floor .")
+    cmds+=(-n "fnd -u" "$fnd -u")
+    # Without extra I/O workers: what the automatic depth adds.
+    cmds+=(-n "fnd -u --io-depth=1" "$fnd -u --io-depth=1")
     for j in 1 2 4 8 16; do cmds+=(-n "fnd -u -j$j" "$fnd -u -j$j"); done
     have bfs && cmds+=(-n bfs "bfs .")
     if have fd; then
@@ -93,7 +96,7 @@ trap unmount EXIT
 
 run_fuse() { # tree: mount it through slowfs and compare there (no cache drop:
     # slowfs lets the kernel cache nothing, so every run pays the latency)
-    local tree=$1 slowfs=$here/bench/slowfs/target/release/slowfs
+    local tree=$1 slowfs=${CARGO_TARGET_DIR:-$here/bench/slowfs/target}/release/slowfs
     if [ ! -e /dev/fuse ]; then echo "cold.sh: no /dev/fuse; skipping the FUSE comparison" >&2; return; fi
     cargo build --quiet --release --manifest-path "$here/bench/slowfs/Cargo.toml" || {
         echo "cold.sh: cannot build bench/slowfs; skipping the FUSE comparison" >&2; return; }
