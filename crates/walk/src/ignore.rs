@@ -261,6 +261,10 @@ pub struct IgnoreFilter {
     roots: HashMap<Vec<u8>, Option<Arc<Level>>>,
 }
 
+/// Most bytes read of one ignore file: real ones are kilobytes, and a
+/// sparse file of a terabyte must not be read whole.
+const MAX_IGNORE_FILE: u64 = 1 << 20;
+
 /// An ignore file's contents, read relative to a directory descriptor.
 /// Files of one directory, looked up relative to its descriptor; names the
 /// walk's listing says are absent are not tried at all.
@@ -283,19 +287,35 @@ impl Lookup<'_> {
         }
     }
 
+    /// Ignore files lie in trees other users control: only a regular file
+    /// is read (a FIFO would block the walk forever, a link to `/dev/zero`
+    /// would fill memory), never opened as a controlling terminal, and read
+    /// up to [`MAX_IGNORE_FILE`] bytes.
     fn read(&self, name: &[u8]) -> Option<Vec<u8>> {
         if !self.may_exist(name) {
+            return None;
+        }
+        let is_file =
+            |st: &rustix::fs::Stat| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
+        // Checked before opening too: opening a device can act on it.
+        if !is_file(&rustix::fs::statat(self.dir, name, AtFlags::empty()).ok()?) {
             return None;
         }
         let fd = rustix::fs::openat(
             self.dir,
             name,
-            OFlags::RDONLY | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
             Mode::empty(),
         )
         .ok()?;
+        if !is_file(&rustix::fs::fstat(&fd).ok()?) {
+            return None;
+        }
         let mut bytes = Vec::new();
-        std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
+        std::fs::File::from(fd)
+            .take(MAX_IGNORE_FILE)
+            .read_to_end(&mut bytes)
+            .ok()?;
         Some(bytes)
     }
 
