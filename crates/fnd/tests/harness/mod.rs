@@ -137,3 +137,29 @@ pub fn default_sigint(cmd: &mut Command) -> &mut Command {
         })
     }
 }
+
+/// `cmd.output()`, but a run that hangs is killed and reported (a hang
+/// guard, not a timing check: the limit is minutes).
+pub fn output_or_hang(cmd: &mut Command, what: &str) -> Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn fnd");
+    let pid = rustix::process::Pid::from_child(&child);
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let guard = std::thread::spawn(move || {
+        if rx
+            .recv_timeout(std::time::Duration::from_secs(180))
+            .is_err()
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            return true;
+        }
+        false
+    });
+    let out = child.wait_with_output().expect("wait for fnd");
+    let _ = tx.send(());
+    assert!(!guard.join().unwrap(), "{what}: fnd hung and was killed");
+    out
+}
