@@ -174,17 +174,24 @@ fn assert_no_raw_controls(out: &[u8], what: &str) {
 fn hostile_names_are_escaped_on_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     hostile_tree(tmp.path());
-    for colour in ["never", "always"] {
+    for colour in ["never", "always", "hyperlinks"] {
         let mut cmd = fnd();
-        cmd.args(["-u", "--color", colour, "."]).arg(tmp.path());
-        if colour == "always" {
+        match colour {
+            "hyperlinks" => cmd.args(["-u", "--color", "always", "--hyperlink=always", "."]),
+            _ => cmd.args(["-u", "--color", colour, "."]),
+        };
+        cmd.arg(tmp.path());
+        if colour != "never" {
             cmd.env_remove("NO_COLOR");
         }
         let Some((out, status)) = on_pty(&mut cmd, None) else {
             return;
         };
         assert!(status.success(), "{status:?}");
-        let text = strip_sgr(&out);
+        if colour == "hyperlinks" {
+            assert!(contains(&out, b"\x1b]8;;file://"), "hyperlinks are written");
+        }
+        let text = strip_own_sequences(&out);
         assert_no_raw_controls(&text, colour);
         assert!(
             contains(&text, b"esc\\x1B[31mred"),

@@ -98,12 +98,23 @@ pub fn on_pty(cmd: &mut Command, interrupt_after: Option<usize>) -> Option<(Vec<
     Some((reader.join().unwrap(), status))
 }
 
-/// Our own colour sequences (SGR) taken out: whatever control character is
-/// left came from a file name.
-pub fn strip_sgr(out: &[u8]) -> Vec<u8> {
+/// Our own colour sequences (SGR) and hyperlinks (OSC 8) taken out:
+/// whatever control character is left came from a file name.
+pub fn strip_own_sequences(out: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(out.len());
     let mut i = 0;
     while i < out.len() {
+        // A hyperlink (OSC 8) whose URL is clean: the name in it must be
+        // percent-encoded, so a raw control inside is left to be found.
+        if out[i..].starts_with(b"\x1b]8;;") {
+            let url = &out[i + 5..];
+            if let Some(end) = url.windows(2).position(|w| w == b"\x1b\\") {
+                if url[..end].iter().all(|&b| b > 0x20 && b < 0x7f) {
+                    i += 5 + end + 2;
+                    continue;
+                }
+            }
+        }
         if out[i] == 0x1b && out.get(i + 1) == Some(&b'[') {
             let mut j = i + 2;
             while j < out.len() && (out[j].is_ascii_digit() || out[j] == b';') {
