@@ -434,7 +434,7 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
     }
     rustix::fs::mknodat(
         rustix::fs::CWD,
-        &r.join("fifo/.ignore"),
+        r.join("fifo/.ignore"),
         rustix::fs::FileType::Fifo,
         rustix::fs::Mode::from_raw_mode(0o644),
         0,

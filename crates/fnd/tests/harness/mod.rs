@@ -152,7 +152,7 @@ pub fn default_sigint(cmd: &mut Command) -> &mut Command {
 /// `cmd.output()`, but a run that hangs is killed and reported (a hang
 /// guard, not a timing check: the limit is minutes).
 pub fn output_or_hang(cmd: &mut Command, what: &str) -> Output {
-    let mut child = cmd
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

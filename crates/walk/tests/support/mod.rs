@@ -158,6 +158,7 @@ pub fn chain_entry(root: &[u8], path: &[u8]) -> (usize, bool) {
 /// [`chain_entry`] for many paths, fast: a full check of each 22 KB path
 /// costs seconds in a debug build, so the length pins most paths down and
 /// every 500th level is checked in full. Returns the (depth, is_file) sorted.
+#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version
 pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec<(usize, bool)> {
     let mut seen: Vec<(usize, bool)> = paths
         .map(|p| {
