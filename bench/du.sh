@@ -11,8 +11,8 @@
 # Environment: FDU (the fdu binary; default: built here with cargo --release).
 #
 # One hyperfine run per tree over all commands (warm-up runs first; output to
-# /dev/null: a summary is one line), then each median as a ratio to the
-# floor, and each command's peak RSS from one more run.
+# /dev/null: a summary is one line), printed by bench/table.py: each median
+# as a ratio to the floor, CPU time, and peak RSS from one more run.
 # Installing the others: apt-get install gdu; cargo install --locked diskus
 # parallel-disk-usage du-dust dua-cli (many CPU minutes).
 # Not run by CI: timings need a quiet machine and the trees are large.
@@ -68,25 +68,14 @@ for name in "${trees[@]}"; do
     json=$(mktemp /tmp/du-bench-XXXXXX.json)
     echo
     echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-    (cd "$tree" && hyperfine -N --style basic --warmup 2 --runs "$runs" --output=null --export-json "$json" "${cmds[@]}" >/dev/null)
+    # Each run is preceded by a stat walk, so the tree stays hot even when
+    # something else on the machine drops caches.
+    (cd "$tree" && hyperfine -N --style basic --warmup 2 --runs "$runs" --prepare "$bin/floor -s ." --output=null --export-json "$json" "${cmds[@]}" >/dev/null)
     rss=()
     for ((i = 0; i < ${#cmds[@]}; i += 3)); do
         rss+=("$(cd "$tree" && /usr/bin/time -f %M sh -c "${cmds[i + 2]} >/dev/null" 2>&1 | tail -1)")
     done
-    python3 - "$json" "${rss[@]}" <<'PY'
-import json, statistics, sys
-results = json.load(open(sys.argv[1]))["results"]
-rss = sys.argv[2:]
-floor = statistics.median(results[0]["times"])
-print(f"{'command':<10} {'median ms':>10} {'x floor':>8} {'peak RSS MiB':>13}")
-for i, r in enumerate(results):
-    median = statistics.median(r["times"])
-    try:
-        mib = f"{int(rss[i]) / 1024:.1f}"
-    except (IndexError, ValueError):
-        mib = "-"
-    print(f"{r['command']:<10} {median * 1000:>10.1f} {median / floor:>8.2f} {mib:>13}")
-PY
+    python3 "$repo/bench/table.py" "$json" "${rss[@]}"
     rm -f "$json"
 done
 echo
