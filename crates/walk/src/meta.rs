@@ -89,7 +89,7 @@ pub fn stat_path(path: &Path, follow: bool) -> std::io::Result<Metadata> {
         let st = rustix::fs::statat(CWD, bytes, flags(follow))?;
         return Ok(Metadata::from_stat(&st));
     }
-    let (dir, name) = crate::dir::open_parent_of_long_path(bytes, follow)?;
+    let (dir, name) = crate::dir::open_parent_of_long_path(bytes)?;
     stat_at(rustix::fd::AsFd::as_fd(&dir), name, follow)
 }
 

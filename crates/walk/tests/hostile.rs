@@ -779,3 +779,38 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
         );
     }
 }
+
+#[test]
+fn deep_metadata_off_the_reading_thread_under_a_linked_root() {
+    // Past PATH_MAX, an entry whose chunk has left its thread is stat'ed by
+    // path in pieces; links in the root the user gave are theirs to follow.
+    let tmp = scratch_dir();
+    let real = tmp.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    make_chain(&real, 500);
+    std::os::unix::fs::symlink(&real, tmp.path().join("link")).unwrap();
+    struct TakeAndStat(Vec<String>);
+    impl Visitor for TakeAndStat {
+        fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+            let taken = chunk.take();
+            for e in taken.iter() {
+                if let Err(err) = e.metadata() {
+                    self.0.push(format!("depth {}: {err}", e.depth()));
+                }
+            }
+            Flow::Continue
+        }
+    }
+    let mut failures = Vec::new();
+    WalkBuilder::new(tmp.path().join("link"))
+        .order(Order::DepthFirst)
+        .min_depth(1)
+        .visit(|| TakeAndStat(Vec::new()), |v| failures.extend(v.0));
+    remove_chain(&real);
+    assert!(
+        failures.is_empty(),
+        "{} entries without metadata, first: {:?}",
+        failures.len(),
+        failures.first()
+    );
+}
