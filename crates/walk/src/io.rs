@@ -146,7 +146,7 @@ impl Depth {
     /// A pool whose first `active` workers run from the start; `spares` are
     /// the deques (and indices) of those that may be added.
     pub(crate) fn new(active: usize, mut spares: Vec<(usize, Worker<Job>)>) -> Self {
-        spares.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        spares.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
         Depth {
             active: AtomicUsize::new(active),
             can_grow: !spares.is_empty(),
