@@ -89,6 +89,16 @@ impl State {
         }
     }
 
+    /// `op` on the path of inode `ino`, answered after the delay.
+    fn at_path<T>(&self, ino: u64, op: impl FnOnce(&Path) -> std::io::Result<T>) -> Result<T, i32> {
+        let result = self
+            .path(ino)
+            .ok_or(libc::ENOENT)
+            .and_then(|p| op(&p).map_err(|e| errno(&e)));
+        self.wait();
+        result
+    }
+
     /// Stand in for the round trip to the backend.
     fn wait(&self) {
         std::thread::sleep(self.delay);
@@ -154,48 +164,29 @@ impl Filesystem for SlowFs {
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        self.run(move |s| {
-            let result = s
-                .path(ino)
-                .ok_or(libc::ENOENT)
-                .and_then(|p| std::fs::symlink_metadata(p).map_err(|e| errno(&e)));
-            s.wait();
-            match result {
+        self.run(
+            move |s| match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
                 Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
                 Err(e) => reply.error(e),
-            }
-        });
+            },
+        );
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        self.run(move |s| {
-            let result = s
-                .path(ino)
-                .ok_or(libc::ENOENT)
-                .and_then(|p| std::fs::read_link(p).map_err(|e| errno(&e)));
-            s.wait();
-            match result {
-                Ok(target) => reply.data(target.as_os_str().as_bytes()),
-                Err(e) => reply.error(e),
-            }
+        self.run(move |s| match s.at_path(ino, |p| std::fs::read_link(p)) {
+            Ok(target) => reply.data(target.as_os_str().as_bytes()),
+            Err(e) => reply.error(e),
         });
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        self.run(move |s| {
-            let result = s
-                .path(ino)
-                .ok_or(libc::ENOENT)
-                .and_then(|p| list(s, &p).map_err(|e| errno(&e)));
-            s.wait();
-            match result {
-                Ok(entries) => {
-                    let fh = s.next_handle.fetch_add(1, Ordering::Relaxed);
-                    s.listings.lock().unwrap().insert(fh, Arc::new(entries));
-                    reply.opened(fh, 0);
-                }
-                Err(e) => reply.error(e),
+        self.run(move |s| match s.at_path(ino, |p| list(s, p)) {
+            Ok(entries) => {
+                let fh = s.next_handle.fetch_add(1, Ordering::Relaxed);
+                s.listings.lock().unwrap().insert(fh, Arc::new(entries));
+                reply.opened(fh, 0);
             }
+            Err(e) => reply.error(e),
         });
     }
 

@@ -200,16 +200,23 @@ mod tests {
         assert!(depth.grow().is_empty());
     }
 
-    #[test]
-    fn sleeping_reads_are_io() {
+    /// Whether a probe calls any window of `reads` such reads blocked.
+    fn any_window_blocked(reads: u32, read: impl Fn()) -> bool {
         let mut probe = Probe::new(true);
         let mut blocked = false;
-        for _ in 0..WINDOW_READS * 2 {
+        for _ in 0..reads {
             let t = probe.start();
-            std::thread::sleep(Duration::from_micros(200));
+            read();
             blocked |= probe.finish(t);
         }
-        assert!(blocked);
+        blocked
+    }
+
+    #[test]
+    fn sleeping_reads_are_io() {
+        assert!(any_window_blocked(WINDOW_READS * 2, || std::thread::sleep(
+            Duration::from_micros(200)
+        )));
     }
 
     /// Visitors that sleep in every chunk make every read look blocked: the
@@ -255,15 +262,11 @@ mod tests {
 
     #[test]
     fn spinning_reads_are_not_io() {
-        let mut probe = Probe::new(true);
-        let mut blocked = false;
-        for _ in 0..WINDOW_READS * 8 {
-            let t = probe.start();
-            let spin = Instant::now();
-            while spin.elapsed() < Duration::from_micros(100) {}
-            blocked |= probe.finish(t);
-        }
+        let spin = || {
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_micros(100) {}
+        };
         // Preempted, perhaps, but never asleep.
-        assert!(!blocked);
+        assert!(!any_window_blocked(WINDOW_READS * 8, spin));
     }
 }
