@@ -207,7 +207,9 @@ pub struct Executor {
 impl Executor {
     pub fn start(cfg: ExecConfig) -> Executor {
         let cfg = Arc::new(cfg);
-        let runners = if cfg.batch { 1 } else { cfg.threads.max(1) };
+        // As many runners as walking threads, and never more than the walk
+        // itself would start (`-j 100000` must not spawn 100000 threads).
+        let runners = if cfg.batch { 1 } else { cfg.threads.clamp(1, fnd_walk::MAX_THREADS) };
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
         let runners = (0..runners)
             .map(|_| {

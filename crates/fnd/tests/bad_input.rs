@@ -216,7 +216,6 @@ fn thread_counts_past_the_machine_are_capped_not_fatal() {
 }
 
 #[test]
-#[ignore = "exec starts one runner thread per -j: with -j 100000 it starts tens of thousands of threads (and can take the machine down); unignore once exec caps its runners"]
 fn thread_counts_past_the_machine_are_capped_for_commands_too() {
     assert_succeeds(tiny_tree().path(), &["-j", "100000", "-x", "true"]);
 }
