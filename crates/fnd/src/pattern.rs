@@ -173,7 +173,7 @@ impl NameMatcher {
                 }
                 None => name,
             };
-            if !self.patterns.iter().all(|p| p.is_match(subject)) {
+            if !self.patterns.iter().all(|p| matches_one(p, subject)) {
                 return false;
             }
         }
@@ -181,6 +181,15 @@ impl NameMatcher {
             .as_ref()
             .is_none_or(|set| set.is_match(name))
     }
+}
+
+/// `.` (the pattern of `fnd -u .`) matches any name holding one whole
+/// character, so a name with an ASCII byte is settled without the regex;
+/// skipping it saved ~3% of a parallel listing, where threads also contend
+/// for the regex's shared cache. Names of only non-ASCII bytes still go to
+/// the regex, which decides for invalid UTF-8 as before.
+fn matches_one(regex: &Regex, subject: &[u8]) -> bool {
+    (regex.as_str() == "." && subject.iter().any(u8::is_ascii)) || regex.is_match(subject)
 }
 
 /// `cwd/path` for a relative path (without its leading `./`), the path itself when absolute.
@@ -213,6 +222,16 @@ mod tests {
         assert!(has_uppercase("foo.[a-zA-Z]"));
         assert!(!has_uppercase(r"\Acargo"));
         assert!(!has_uppercase(r"carg\x6F"));
+    }
+
+    #[test]
+    fn any_character_shortcut_agrees_with_the_regex() {
+        let m = NameMatcher::new(&[".".to_string()], true, &[], None).unwrap();
+        let mut scratch = Vec::new();
+        for name in [&b"a"[..], b"\n", "\u{e9}".as_bytes(), b"\xff\xfe", b"\xffa"] {
+            let regex = Regex::new("(?s).").unwrap().is_match(name);
+            assert_eq!(m.matches(b"", name, &mut scratch), regex, "{name:?}");
+        }
     }
 
     #[test]
