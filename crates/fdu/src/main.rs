@@ -19,9 +19,10 @@ use std::process::ExitCode;
 use cli::{Follow, Measure, Options, UsageError};
 use scan::Scan;
 
-/// Print `fdu: MESSAGE` on stderr.
+/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no reason to panic).
 pub fn report(message: &str) {
-    eprintln!("fdu: {message}");
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "fdu: {message}");
 }
 
 /// An I/O error as coreutils words it ("No such file or directory"), without Rust's "(os error 2)".
@@ -37,7 +38,8 @@ pub fn error_text(e: &std::io::Error) -> String {
 pub fn usage_exit(e: UsageError) -> ! {
     report(&e.message);
     if e.hint {
-        eprintln!("Try 'fdu --help' for more information.");
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr().lock(), "Try 'fdu --help' for more information.");
     }
     std::process::exit(1)
 }
