@@ -20,6 +20,7 @@ pub struct Stdout {
 
 impl Stdout {
     pub fn new() -> Self {
+        grow_pipe();
         Stdout { lock: Mutex::new(()), broken: AtomicBool::new(false), failed: Mutex::new(None) }
     }
 
@@ -56,6 +57,19 @@ impl Stdout {
         true
     }
 }
+
+/// When stdout is a pipe, ask for a 1 MiB one (the unprivileged maximum by
+/// default): with the default 64 KiB, every buffer written waits for the
+/// reader to drain the previous one.
+fn grow_pipe() {
+    let out = rustix::stdio::stdout();
+    let is_pipe = rustix::fs::fstat(out).is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
+    if is_pipe {
+        let _ = rustix::pipe::fcntl_setpipe_size(out, PIPE_SIZE);
+    }
+}
+
+const PIPE_SIZE: usize = 1 << 20;
 
 impl Default for Stdout {
     fn default() -> Self {
