@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Print a benchmark table from one hyperfine run.
 
-    table.py RESULTS.json [RSS_KIB ...]
+    table.py [--ref LABEL] RESULTS.json [RSS_KIB ...]
 
 Each command's median, as milliseconds and as a ratio to the first command
 (the floor); its fastest run as a ratio to the floor's fastest (the run
 least disturbed by other work on the machine); its mean CPU time (user + system, all threads: on a busy
 machine this moves less than wall time); and its peak RSS in MiB: the n-th
 RSS_KIB belongs to the n-th command ('-' or nothing when it was not measured).
+The first command is the reference; --ref names it in the headers
+(default: floor).
 """
 import json
 import statistics
@@ -15,6 +17,10 @@ import sys
 
 
 def main(argv):
+    ref = "floor"
+    if len(argv) > 2 and argv[1] == "--ref":
+        ref = argv[2]
+        argv = argv[:1] + argv[3:]
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -23,7 +29,7 @@ def main(argv):
     floor = statistics.median(results[0]["times"])
     floor_min = min(results[0]["times"])
     width = max(10, *(len(r["command"]) for r in results))
-    print(f"{'command':<{width}} {'median ms':>10} {'x floor':>8} {'min x floor':>12} {'CPU ms':>8} {'peak RSS MiB':>13}")
+    print(f"{'command':<{width}} {'median ms':>10} {'x ' + ref:>8} {'min x ' + ref:>12} {'CPU ms':>8} {'peak RSS MiB':>13}")
     for i, r in enumerate(results):
         median = statistics.median(r["times"])
         try:

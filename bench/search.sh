@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Hot-cache search benchmark: fd's own benchmark cases, fnd against fd and
+# bfs's equivalent, on the src and million trees.
+#
+# Usage: bench/search.sh [--runs N] [--dir DIR] [TREE...]
+#   TREE      presets of bench/mktree.py (default: src million)
+#   --dir DIR where the trees are made and reused (default $FND_BENCH_DIR,
+#             else /tmp/fnd-bench; bench/run.sh makes them the same way)
+#   --runs N  timed runs per command (default 10)
+# Environment: FND (the fnd binary; default: built here with cargo --release).
+#
+# Cases: a regex ('[0-9]\.rs$'), -e rs, -t l, -S +1k (needs a stat per
+# file), -x echo and -X echo on a small result set (^walk_tree: ~30 files on
+# src), and -1 for a file at depth 3. Every tool searches everything (fd and
+# fnd with -u, as bfs has no ignore files), output to a pipe through
+# bench/topipe. One hyperfine run per case; the table gives each median as a
+# ratio to fd's. Not run by CI.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
+runs=10
+trees=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --runs) runs=$2; shift 2 ;;
+        --dir) dir=$2; shift 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        src|fanout5|million|bigdir) trees+=("$1"); shift ;;
+        *) echo "search.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+[ ${#trees[@]} -gt 0 ] || trees=(src million)
+for tool in hyperfine python3 cc fd; do
+    command -v "$tool" >/dev/null || { echo "search.sh: $tool is missing (fd: cargo install --locked fd-find)" >&2; exit 1; }
+done
+has_bfs=false
+command -v bfs >/dev/null && has_bfs=true || echo "note: bfs not found (apt-get install bfs); left out" >&2
+
+bin=$repo/target/bench
+mkdir -p "$bin" "$dir"
+cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
+if [ -z "${FND:-}" ]; then
+    (cd "$repo" && cargo build --release --quiet -p fnd)
+    FND=${CARGO_TARGET_DIR:-$repo/target}/release/fnd
+fi
+case $FND in */*) FND=$(realpath "$FND") ;; esac
+
+# case name, fnd/fd arguments, bfs arguments ('' when bfs has no equivalent)
+run_case() {
+    local name=$1 args=$2 bfs_args=$3 json
+    local cmds=(-n "fd $args" "$bin/topipe fd $args" -n "fnd $args" "$bin/topipe $FND $args")
+    if $has_bfs && [ -n "$bfs_args" ]; then
+        cmds+=(-n "bfs $bfs_args" "$bin/topipe bfs . $bfs_args")
+    fi
+    json=$(mktemp /tmp/fnd-search-XXXXXX.json)
+    echo
+    echo "-- $name"
+    hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$json" "${cmds[@]}" >/dev/null
+    python3 "$repo/bench/table.py" --ref fd "$json"
+    rm -f "$json"
+}
+
+for name in "${trees[@]}"; do
+    tree=$dir/$name
+    if [ ! -e "$tree" ]; then
+        echo "making $name in $tree (once; big trees take minutes)" >&2
+        python3 "$repo/bench/mktree.py" "$name" "$tree.partial" && mv "$tree.partial" "$tree"
+    fi
+    cd "$tree"
+    # The first file (in name order) three levels down: a target for -1.
+    deep=$(find . -mindepth 3 -maxdepth 3 -type f | LC_ALL=C sort | head -1)
+    deep=${deep##*/}
+    echo
+    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    # hyperfine -N splits words like a shell (quotes, backslashes) but runs no shell.
+    run_case regex "-u '[0-9]\.rs\$'" "-regex '.*[0-9]\.rs'"
+    run_case extension "-u -e rs" "-name *.rs"
+    run_case symlinks "-u -t l" "-type l"
+    # fd's k is 1000 bytes and + means at least: bfs's equivalent is > 999 bytes.
+    run_case size "-u -S +1k" "-type f -size +999c"
+    run_case exec "-u ^walk_tree -x echo" "-name 'walk_tree*' -exec echo {} ;"
+    run_case exec-batch "-u ^walk_tree -X echo" "-name 'walk_tree*' -exec echo {} +"
+    run_case first "-u -1 '^${deep//./\\.}\$'" "-name '$deep' -print -quit"
+done
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
