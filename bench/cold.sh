@@ -5,7 +5,7 @@
 # not CPU time, so fnd is compared at several thread counts and I/O depths.
 #
 # Usage: bench/cold.sh [-r RUNS] [--du] [--list] [--fuse] [TREE...]
-#   TREE       default /data/trees/src
+#   TREE       default ${FND_BENCH_DIR:-/tmp/fnd-bench}/src (bench/run.sh makes it)
 #   --list     the listing comparison (default when no mode is given)
 #   --du       the disk-usage comparison (fdu -s against du and friends)
 #   --fuse     the listing comparison on a high-latency mount: TREE seen
@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ ${#modes[@]} -gt 0 ] || modes=(list)
-[ ${#trees[@]} -gt 0 ] || trees=(/data/trees/src)
+[ ${#trees[@]} -gt 0 ] || trees=("${FND_BENCH_DIR:-/tmp/fnd-bench}/src")
 
 if ! { [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ] && sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
     echo "cold.sh: cannot drop caches (needs root and a writable /proc/sys/vm/drop_caches); skipping" >&2

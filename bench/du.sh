@@ -5,7 +5,7 @@
 #
 # Usage: bench/du.sh [--runs N] [--dir DIR] [TREE...]
 #   TREE      trees under DIR (default: src million)
-#   --dir DIR where the trees are (default $FND_BENCH_DIR, else /data/trees;
+#   --dir DIR where the trees are (default $FND_BENCH_DIR, else /tmp/fnd-bench;
 #             bench/run.sh makes them with bench/mktree.py)
 #   --runs N  timed runs per command (default 10)
 # Environment: FDU (the fdu binary; default: built here with cargo --release).
@@ -19,7 +19,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-dir=${FND_BENCH_DIR:-/data/trees}
+dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
 runs=10
 trees=()
 while [ $# -gt 0 ]; do
