@@ -27,7 +27,24 @@ impl Outcome {
     }
 }
 
-/// Print one error line to stderr, prefixed like fd's.
+/// Print one error to stderr, prefixed like fd's. On a terminal, control
+/// characters from file names are shown escaped, as in results: an error
+/// about a hostile name must not rewrite the screen either.
 pub fn print_error(msg: impl Display) {
-    eprintln!("[fnd error]: {msg}");
+    use std::io::{IsTerminal, Write};
+    let text = format!("[fnd error]: {msg}\n");
+    let stderr = std::io::stderr();
+    if !stderr.is_terminal() {
+        let _ = stderr.lock().write_all(text.as_bytes());
+        return;
+    }
+    let mut out = Vec::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.strip_suffix('\n');
+        crate::escape::push_escaped(body.unwrap_or(line).as_bytes(), &mut out);
+        if body.is_some() {
+            out.push(b'\n');
+        }
+    }
+    let _ = stderr.lock().write_all(&out);
 }

@@ -171,6 +171,18 @@ fn assert_no_raw_controls(out: &[u8], what: &str) {
 }
 
 #[test]
+fn hostile_names_in_errors_are_escaped_on_a_terminal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("esc\x1b[31mred");
+    let Some((out, status)) = stderr_on_pty(fnd().arg(".").arg(&missing)) else {
+        return;
+    };
+    assert!(!status.success(), "{status:?}");
+    assert_no_raw_controls(&out, "stderr");
+    assert!(contains(&out, b"esc\\x1B[31mred"), "{}", String::from_utf8_lossy(&out));
+}
+
+#[test]
 fn hostile_names_are_escaped_on_a_terminal() {
     let tmp = tempfile::tempdir().unwrap();
     hostile_tree(tmp.path());

@@ -136,11 +136,6 @@ impl Dir {
         &self.prefix[..self.path_len]
     }
 
-    /// Depth of the directory itself (its entries are one deeper).
-    pub fn depth(&self) -> usize {
-        self.child_depth.saturating_sub(1)
-    }
-
     pub(crate) fn fd(&self) -> RawFd {
         self.fd.load(Ordering::Acquire)
     }

@@ -98,6 +98,20 @@ pub fn on_pty(cmd: &mut Command, interrupt_after: Option<usize>) -> Option<(Vec<
     Some((reader.join().unwrap(), status))
 }
 
+/// Run fnd with its stderr on a terminal (stdout discarded) and return what
+/// the terminal got.
+pub fn stderr_on_pty(cmd: &mut Command) -> Option<(Vec<u8>, ExitStatus)> {
+    let Some((controller, terminal)) = open_pty() else {
+        eprintln!("skipped: no pseudo-terminal available");
+        return None;
+    };
+    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::from(terminal)).spawn().expect("spawn fnd");
+    cmd.stderr(Stdio::null());
+    let reader = std::thread::spawn(move || read_pty(&controller, usize::MAX, None));
+    let status = child.wait().unwrap();
+    Some((reader.join().unwrap(), status))
+}
+
 /// Our own colour sequences (SGR) and hyperlinks (OSC 8) taken out:
 /// whatever control character is left came from a file name.
 pub fn strip_own_sequences(out: &[u8]) -> Vec<u8> {
