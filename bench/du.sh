@@ -39,11 +39,9 @@ done
 bin=$repo/target/bench
 mkdir -p "$bin"
 cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
-if [ -z "${FDU:-}" ]; then
-    (cd "$repo" && cargo build --release --quiet -p fdu)
-    FDU=${CARGO_TARGET_DIR:-$repo/target}/release/fdu
-fi
-case $FDU in */*) FDU=$(realpath "$FDU") ;; esac
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+FDU=$(release_binary fdu "${FDU:-}")
 
 export PATH="$HOME/.cargo/bin:$PATH"
 others=()

@@ -58,12 +58,9 @@ bin=$repo/target/bench
 mkdir -p "$bin" "$dir"
 cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
 cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
-if [ -z "${FND:-}" ]; then
-    (cd "$repo" && cargo build --release --quiet -p fnd)
-    FND=${CARGO_TARGET_DIR:-$repo/target}/release/fnd
-fi
-# The commands run inside each tree.
-case $FND in */*) FND=$(realpath "$FND") ;; esac
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+FND=$(release_binary fnd "${FND:-}")
 
 # The others are optional: a missing one is left out of the table, saying so.
 others=()
@@ -80,17 +77,6 @@ else
     echo "note: fd not found (cargo install fd-find); left out" >&2
 fi
 command -v find >/dev/null && others+=(-n find "find .")
-
-make_tree() { # name -> path of a ready tree
-    local tree=$dir/$1
-    if [ ! -e "$tree" ]; then
-        echo "making $1 in $tree (once; big trees take minutes)" >&2
-        rm -rf "$tree.partial"
-        python3 "$repo/bench/mktree.py" "$1" "$tree.partial"
-        mv "$tree.partial" "$tree"
-    fi
-    echo "$tree"
-}
 
 echo "fnd: $("$FND" --version 2>/dev/null || echo "$FND")"
 echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, kernel $(uname -r), trees on $(df -T "$dir" | awk 'NR==2 {print $2}')"

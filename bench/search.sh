@@ -40,11 +40,9 @@ command -v bfs >/dev/null && has_bfs=true || echo "note: bfs not found (apt-get 
 bin=$repo/target/bench
 mkdir -p "$bin" "$dir"
 cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
-if [ -z "${FND:-}" ]; then
-    (cd "$repo" && cargo build --release --quiet -p fnd)
-    FND=${CARGO_TARGET_DIR:-$repo/target}/release/fnd
-fi
-case $FND in */*) FND=$(realpath "$FND") ;; esac
+# shellcheck source=bench/common.sh
+. "$repo/bench/common.sh"
+FND=$(release_binary fnd "${FND:-}")
 
 # case name, fnd/fd arguments, bfs arguments ('' when bfs has no equivalent)
 run_case() {
@@ -62,11 +60,7 @@ run_case() {
 }
 
 for name in "${trees[@]}"; do
-    tree=$dir/$name
-    if [ ! -e "$tree" ]; then
-        echo "making $name in $tree (once; big trees take minutes)" >&2
-        python3 "$repo/bench/mktree.py" "$name" "$tree.partial" && mv "$tree.partial" "$tree"
-    fi
+    tree=$(make_tree "$name")
     cd "$tree"
     # The first file (in name order) three levels down: a target for -1.
     deep=$(find . -mindepth 3 -maxdepth 3 -type f | LC_ALL=C sort | head -1)
