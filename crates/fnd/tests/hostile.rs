@@ -440,28 +440,19 @@ fn hostile_search_paths_are_printed_as_given() {
 fn hostile_ignore_files_neither_hang_nor_fill_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let r = tmp.path();
-    for d in ["fifo", "zero", "plain"] {
-        std::fs::create_dir(r.join(d)).unwrap();
-        std::fs::write(r.join(d).join("x.log"), b"").unwrap();
-    }
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        r.join("fifo/.ignore"),
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .unwrap();
-    std::os::unix::fs::symlink("/dev/zero", r.join("zero/.ignore")).unwrap();
-    std::fs::write(r.join("plain/.ignore"), b"*.log\n").unwrap();
+    hostile_ignore_tree(r);
     for order in ["dfs", "bfs", "parallel"] {
         // Ignore files respected (no -u), as fnd runs by default.
         let out = output_or_hang(fnd().args(["-0", "--order", order, "."]).arg(r), order);
         let got: HashSet<&[u8]> = records(&out.stdout).into_iter().collect();
         let p = |s: &str| cat(&[&bytes(r), b"/", s.as_bytes()]);
-        let expected: HashSet<Vec<u8>> = ["fifo/", "zero/", "plain/", "fifo/x.log", "zero/x.log"]
+        // Every directory and file is listed but plain/x.log, which the one
+        // real ignore file hides.
+        let expected: HashSet<Vec<u8>> = HOSTILE_IGNORE_DIRS
             .iter()
-            .map(|s| p(s))
+            .flat_map(|d| [format!("{d}/"), format!("{d}/kept"), format!("{d}/x.log")])
+            .filter(|s| s != "plain/x.log")
+            .map(|s| p(&s))
             .collect();
         assert!(
             got.iter().map(|g| g.to_vec()).collect::<HashSet<_>>() == expected,

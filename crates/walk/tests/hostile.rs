@@ -717,28 +717,7 @@ fn huge_directory_changing_while_several_threads_read_it() {
 fn hostile_ignore_files_neither_hang_nor_fill_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let r = tmp.path().to_path_buf();
-    for d in ["fifo", "zero", "dir", "sparse", "plain"] {
-        std::fs::create_dir(r.join(d)).unwrap();
-        std::fs::write(r.join(d).join("kept"), b"").unwrap();
-        std::fs::write(r.join(d).join("x.log"), b"").unwrap();
-    }
-    // A FIFO blocks whoever opens it for reading; /dev/zero never ends; a
-    // sparse terabyte reads as zeros.
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        r.join("fifo/.ignore"),
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o644),
-        0,
-    )
-    .unwrap();
-    std::os::unix::fs::symlink("/dev/zero", r.join("zero/.ignore")).unwrap();
-    std::fs::create_dir(r.join("dir/.ignore")).unwrap();
-    std::fs::File::create(r.join("sparse/.ignore"))
-        .unwrap()
-        .set_len(1 << 40)
-        .unwrap();
-    std::fs::write(r.join("plain/.ignore"), b"*.log\n").unwrap();
+    hostile_ignore_tree(&r);
     let (tx, rx) = mpsc::channel();
     let root = r.clone();
     std::thread::spawn(move || {
@@ -763,7 +742,7 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
             .recv_timeout(Duration::from_secs(300))
             .expect("the walk ended");
         let found = unique_paths(&c, "hostile ignore files");
-        for d in ["fifo", "zero", "dir", "sparse", "plain"] {
+        for d in HOSTILE_IGNORE_DIRS {
             assert!(
                 found.contains(&root_bytes(&r.join(d).join("kept"))),
                 "{d}/kept listed"

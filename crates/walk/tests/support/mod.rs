@@ -256,6 +256,26 @@ pub fn make_outside(base: &Path, sub: &[&str]) -> std::path::PathBuf {
     outside
 }
 
+/// Directories whose `.ignore` is hostile, beside one with a real one.
+pub const HOSTILE_IGNORE_DIRS: [&str; 5] = ["fifo", "zero", "dir", "sparse", "plain"];
+
+/// Under `root`, each of [`HOSTILE_IGNORE_DIRS`] holds `kept` and `x.log`
+/// and a `.ignore` that is a FIFO (blocks whoever opens it for reading), a
+/// link to /dev/zero (never ends), a directory, a sparse terabyte (reads as
+/// zeros), or, in `plain`, a real file ignoring `*.log`.
+pub fn hostile_ignore_tree(root: &Path) {
+    for d in HOSTILE_IGNORE_DIRS {
+        std::fs::create_dir(root.join(d)).unwrap();
+        std::fs::write(root.join(d).join("kept"), b"").unwrap();
+        std::fs::write(root.join(d).join("x.log"), b"").unwrap();
+    }
+    fs::mknodat(CWD, root.join("fifo/.ignore"), fs::FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero/.ignore")).unwrap();
+    std::fs::create_dir(root.join("dir/.ignore")).unwrap();
+    std::fs::File::create(root.join("sparse/.ignore")).unwrap().set_len(1 << 40).unwrap();
+    std::fs::write(root.join("plain/.ignore"), b"*.log\n").unwrap();
+}
+
 pub fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
