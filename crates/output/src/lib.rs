@@ -1,0 +1,44 @@
+//! Writing a command-line tool's results: bytes gathered into large buffers
+//! and written with raw `write(2)`, whole records at a time, so that threads
+//! can share stdout without interleaving inside a line and the syscall
+//! count stays low.
+//!
+//! - [`Writer`]: the descriptor (stdout, usually), shared by every thread.
+//!   A closed pipe (EPIPE) stops output quietly; any other error is
+//!   remembered for the tool to report once.
+//! - [`Buffer`]: one thread's buffer of whole records, written when it
+//!   fills; optionally by a writer thread of its own, so that the thread
+//!   producing the records goes on while a write copies or blocks.
+//! - [`SharedBuffer`]: one buffer all threads append to under a lock, for
+//!   output whose order the threads agree on among themselves.
+//!
+//! ```
+//! use fnd_output::{Buffer, Writer};
+//!
+//! # fn main() -> std::io::Result<()> {
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("out");
+//! let out = Writer::new(std::fs::File::create(&path)?.into());
+//! let mut records = Buffer::new(out.clone());
+//! for name in ["a", "b/c"] {
+//!     records.bytes().extend_from_slice(name.as_bytes());
+//!     records.bytes().push(b'\n');
+//!     assert!(records.end_record());
+//! }
+//! drop(records); // writes what is left
+//! assert_eq!(std::fs::read(&path)?, b"a\nb/c\n");
+//! assert!(out.failure().is_none());
+//! # Ok(())
+//! # }
+//! ```
+
+mod buffer;
+mod shared;
+mod writer;
+
+pub use buffer::Buffer;
+pub use shared::SharedBuffer;
+pub use writer::Writer;
+
+/// Re-exported so that callers can name [`Writer::failure`]'s error.
+pub use rustix::io::Errno;
