@@ -181,7 +181,7 @@ impl ExecConfig {
         if commands.is_empty() {
             return Err("No executable provided for --exec or --exec-batch".into());
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = fnd_walk::cores();
         Ok(ExecConfig {
             batch,
             commands,

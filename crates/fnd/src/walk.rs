@@ -223,6 +223,8 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
         .order(cfg.order)
         .threads(cfg.threads)
         .io_depth(cfg.io_depth)
+        // A search that stops at its first results finds shallow ones sooner.
+        .shallow_first(cfg.quiet || cfg.max_results.is_some())
         .min_depth(cfg.min_depth)
         .max_depth(cfg.max_depth)
         .follow_links(cfg.follow)

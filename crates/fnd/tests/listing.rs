@@ -122,17 +122,20 @@ fn explain_difference(what: &str, got: &[u8], want: &[u8]) -> ! {
 fn assert_lists_like_find(root: &Path, fd_limit: Option<u32>, expect_success: bool) {
     let want = expected(root);
     assert!(!want.is_empty(), "find listed nothing under {}", root.display());
-    for order in ORDERS {
-        for threads in THREADS {
-            let out = run_fnd(root, &["--order", order, threads], fd_limit);
-            let what = format!("fnd --order {order} {threads} (fd limit {fd_limit:?})");
-            if expect_success {
-                assert!(out.status.success(), "{what}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
-            }
-            let got = sorted(out.stdout);
-            if got != want {
-                explain_difference(&what, &got, &want);
-            }
+    // A result limit makes the parallel walk shallow-first.
+    let runs = ORDERS
+        .iter()
+        .flat_map(|order| THREADS.map(|threads| vec!["--order", order, threads]))
+        .chain([vec!["-j4", "--max-results", "1000000000"]]);
+    for args in runs {
+        let out = run_fnd(root, &args, fd_limit);
+        let what = format!("fnd {} (fd limit {fd_limit:?})", args.join(" "));
+        if expect_success {
+            assert!(out.status.success(), "{what}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+        }
+        let got = sorted(out.stdout);
+        if got != want {
+            explain_difference(&what, &got, &want);
         }
     }
 }

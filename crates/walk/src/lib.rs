@@ -103,4 +103,4 @@ pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::Metadata;
-pub use walker::{Flow, Order, Sort, Visitor, WalkBuilder, MAX_THREADS};
+pub use walker::{cores, Flow, Order, Sort, Visitor, WalkBuilder, MAX_THREADS};

@@ -5,7 +5,7 @@
 //! stack (depth-first). The parallel order gives each worker a LIFO deque of
 //! its own (depth-first locally, so few directories are pending and few
 //! descriptors open) from which idle workers steal the oldest, largest
-//! subtrees.
+//! subtrees; shallow-first makes the deques FIFO (breadth-first locally).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -128,7 +128,8 @@ where
     D: FnMut(V),
 {
     let threads = shared.cfg.threads;
-    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| Worker::new_lifo()).collect();
+    let new_deque = if shared.cfg.shallow_first { Worker::new_fifo } else { Worker::new_lifo };
+    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| new_deque()).collect();
     let stealers = workers.iter().map(|w| w.stealer()).collect();
     let spares = workers.split_off(threads).into_iter().enumerate().map(|(i, w)| (threads + i, w)).collect();
     let pool = Pool {
@@ -220,8 +221,11 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                 let found = children.len();
                 if found > 0 {
                     pool.pending.fetch_add(found, Ordering::AcqRel);
-                    for child in children.drain(..).rev() {
-                        local.push(child);
+                    // Either way the first-listed child is read first.
+                    if shared.cfg.shallow_first {
+                        children.drain(..).for_each(|child| local.push(child));
+                    } else {
+                        children.drain(..).rev().for_each(|child| local.push(child));
                     }
                     if found > 1 {
                         pool.notify(false);

@@ -76,6 +76,8 @@ pub trait Visitor: Send {
 pub(crate) struct Config {
     pub(crate) order: Order,
     pub(crate) threads: usize,
+    /// Parallel workers take their shallowest pending directory first.
+    pub(crate) shallow_first: bool,
     /// Most workers of a parallel walk once its reads wait on I/O (see `crate::io`).
     pub(crate) io_depth: usize,
     pub(crate) min_depth: usize,
@@ -132,7 +134,8 @@ impl WalkBuilder {
             roots: vec![root.as_ref().to_path_buf()],
             cfg: Config {
                 order: Order::default(),
-                threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+                threads: cores(),
+                shallow_first: false,
                 io_depth: crate::io::AUTO_IO_DEPTH,
                 min_depth: 0,
                 max_depth: None,
@@ -209,7 +212,7 @@ impl WalkBuilder {
     /// At most [`MAX_THREADS`] are started: past that, threads only wait on
     /// each other (and `-j 100000` would take minutes just to spawn them).
     pub fn threads(mut self, n: usize) -> Self {
-        let n = if n == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { n };
+        let n = if n == 0 { cores() } else { n };
         self.cfg.threads = n.min(MAX_THREADS);
         self
     }
@@ -236,6 +239,27 @@ impl WalkBuilder {
     /// ```
     pub fn io_depth(mut self, n: usize) -> Self {
         self.cfg.io_depth = if n == 0 { crate::io::AUTO_IO_DEPTH } else { n };
+        self
+    }
+
+    /// Let the workers of a parallel walk read their shallowest pending
+    /// directory first instead of their deepest: entries near the roots come
+    /// out sooner, which is what a search that stops at its first results
+    /// wants. The price is more directories pending at once, so more
+    /// memory and, past the descriptor budget, opens by path; a whole walk
+    /// is better off depth-first. No effect on the serial orders.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir_all(dir.path().join("a/b/c/d")).unwrap();
+    /// std::fs::write(dir.path().join("a/wanted"), "").unwrap();
+    /// let first = WalkBuilder::new(dir.path()).threads(2).shallow_first(true).iter().flatten().find(|e| e.name_bytes() == b"wanted");
+    /// assert_eq!(first.map(|e| e.depth()), Some(2));
+    /// ```
+    pub fn shallow_first(mut self, yes: bool) -> Self {
+        self.cfg.shallow_first = yes;
         self
     }
 
@@ -719,6 +743,17 @@ impl<V> Drop for Guard<'_, V> {
 
 /// The most worker threads a walk starts, whatever it is asked for.
 pub const MAX_THREADS: usize = 256;
+
+/// The cores this process may run on (the default thread count), asked once:
+/// each ask reads the cgroup's CPU quota, a dozen system calls.
+///
+/// ```
+/// assert!(fnd_walk::cores() >= 1);
+/// ```
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// Directory descriptors kept open by all walks of the process: the limit
 /// is per process, so the budget is too.

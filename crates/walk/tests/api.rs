@@ -59,6 +59,7 @@ fn builders(root: &Path) -> Vec<(String, WalkBuilder)> {
     for threads in [1, 2, 4] {
         out.push((format!("parallel({threads})"), WalkBuilder::new(root).threads(threads)));
     }
+    out.push(("parallel shallow-first".to_string(), WalkBuilder::new(root).threads(3).shallow_first(true)));
     out.into_iter().map(|(name, b)| (name, b.chunk_size(7))).collect()
 }
 
