@@ -117,7 +117,7 @@ fn main() -> ExitCode {
         t.stop();
     }
     finish_views(scan);
-    scan.out.flush();
+    scan.out.finish();
     failed |= scan.failed();
     if failed {
         ExitCode::from(1)
@@ -241,7 +241,7 @@ fn show_saved_tree(file: &[u8], opts: &Options) -> ExitCode {
     }
     let output = output::Output::new();
     output.write(&out);
-    output.flush();
+    output.finish();
     if output.failed() {
         ExitCode::from(1)
     } else {

@@ -9,13 +9,13 @@
 //! An entry is given with its chunk's prefix (parent path and `/`); the
 //! path text (`./` stripping, `--path-separator`) is `PathStyle`'s.
 
+use fnd_output::Buffer;
 use fnd_walk::EntryRef;
 
 use crate::color::{Colors, Painter};
 use crate::escape::push_escaped;
 use crate::format::{push_with_separator, Template};
 use crate::hyperlink::Hyperlinks;
-use crate::output::{Buffer, Stdout};
 use crate::paths::PathStyle;
 
 /// How results are printed; shared by every thread.
@@ -41,7 +41,7 @@ impl ListingConfig {
 pub struct Listing<'a> {
     cfg: &'a ListingConfig,
     plain: bool,
-    out: Buffer<'a>,
+    out: Buffer,
     /// Reused buffers: the printed prefix, a rendered text, its escaped
     /// form, a path for a hyperlink.
     scratch: Vec<u8>,
@@ -52,11 +52,11 @@ pub struct Listing<'a> {
 }
 
 impl<'a> Listing<'a> {
-    pub fn new(cfg: &'a ListingConfig, stdout: &'a Stdout) -> Listing<'a> {
+    pub fn new(cfg: &'a ListingConfig, out: Buffer) -> Listing<'a> {
         Listing {
             cfg,
             plain: cfg.is_plain(),
-            out: Buffer::new(stdout),
+            out,
             scratch: Vec::new(),
             text: Vec::new(),
             escaped: Vec::new(),

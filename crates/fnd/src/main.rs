@@ -10,7 +10,6 @@ mod format;
 mod generate;
 mod hyperlink;
 mod listing;
-mod output;
 mod paths;
 mod pattern;
 mod results;

@@ -4,6 +4,7 @@
 
 use std::io::IsTerminal;
 
+use fnd_output::{Buffer, Writer};
 use fnd_walk::EntryRef;
 
 use crate::cli::Cli;
@@ -13,11 +14,10 @@ use crate::exec::{ExecConfig, ExecSender, Executor};
 use crate::format::Template;
 use crate::hyperlink::Hyperlinks;
 use crate::listing::{Listing, ListingConfig};
-use crate::output::Stdout;
 
 /// The results' destination, for the whole run.
 pub struct Sink {
-    stdout: Stdout,
+    stdout: Writer,
     target: Target,
 }
 
@@ -65,7 +65,10 @@ impl Sink {
                 crate::color::reset_terminal_on_interrupt();
             }
         }
-        Sink { stdout: Stdout::new(), target }
+        Sink {
+            stdout: Writer::stdout(),
+            target,
+        }
     }
 
     /// Whether results feed a command (which keeps `./` prefixes, as in fd).
@@ -76,12 +79,14 @@ impl Sink {
     /// A writer for one walking thread.
     pub fn writer(&self) -> ResultWriter<'_> {
         match &self.target {
-            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, &self.stdout)),
+            Target::Print(cfg) => {
+                ResultWriter::Print(Listing::new(cfg, Buffer::new(self.stdout.clone())))
+            }
             Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
         }
     }
 
-    pub fn stdout(&self) -> &Stdout {
+    pub fn stdout(&self) -> &Writer {
         &self.stdout
     }
 
