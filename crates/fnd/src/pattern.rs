@@ -227,10 +227,10 @@ mod tests {
     #[test]
     fn any_character_shortcut_agrees_with_the_regex() {
         let m = NameMatcher::new(&[".".to_string()], true, &[], None).unwrap();
+        let any = Regex::new("(?s).").unwrap();
         let mut scratch = Vec::new();
         for name in [&b"a"[..], b"\n", "\u{e9}".as_bytes(), b"\xff\xfe", b"\xffa"] {
-            let regex = Regex::new("(?s).").unwrap().is_match(name);
-            assert_eq!(m.matches(b"", name, &mut scratch), regex, "{name:?}");
+            assert_eq!(m.matches(b"", name, &mut scratch), any.is_match(name), "{name:?}");
         }
     }
 

@@ -199,10 +199,8 @@ fn fnd_visit(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
 
 fn fnd_chunks(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
     let mut totals = Totals { entries: 0, size: 0 };
-    for chunk in fnd_builder(tree, threads, with_size).chunks() {
-        if let Ok(mut chunk) = chunk {
-            totals.visit(&mut chunk);
-        }
+    for mut chunk in fnd_builder(tree, threads, with_size).chunks().flatten() {
+        totals.visit(&mut chunk);
     }
     (totals.entries, totals.size)
 }
