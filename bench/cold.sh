@@ -17,22 +17,20 @@
 # says so and exits without measuring (a warm run would be meaningless here).
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")/.." && pwd)
-runs=7
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
+here=$repo
 modes=()
-trees=()
-while [ $# -gt 0 ]; do
+own_option() {
     case $1 in
-        -r) runs=$2; shift 2 ;;
-        --du) modes+=(du); shift ;;
-        --list) modes+=(list); shift ;;
-        --fuse) modes+=(fuse); shift ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) trees+=("$1"); shift ;;
+        -r) [ $# -ge 2 ] || fail_usage "-r needs a value"; runs=$2; took=2 ;;
+        --du | --list | --fuse) modes+=("${1#--}"); took=1 ;;
     esac
-done
+}
+parse_options "$@"
+runs=${runs:-7}
 [ ${#modes[@]} -gt 0 ] || modes=(list)
-[ ${#trees[@]} -gt 0 ] || trees=("${FND_BENCH_DIR:-/tmp/fnd-bench}/src")
+[ ${#trees[@]} -gt 0 ] || trees=("$dir/src")
 
 if ! { [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ] && sync && echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
     echo "cold.sh: cannot drop caches (needs root and a writable /proc/sys/vm/drop_caches); skipping" >&2

@@ -17,30 +17,14 @@
 # parallel-disk-usage du-dust dua-cli (many CPU minutes).
 # Not run by CI: timings need a quiet machine and the trees are large.
 set -euo pipefail
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
-dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
-runs=10
-trees=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        --runs) runs=$2; shift 2 ;;
-        --dir) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        -*) echo "du.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
-        *) trees+=("$1"); shift ;;
-    esac
-done
-[ ${#trees[@]} -gt 0 ] || trees=(src million)
-for tool in hyperfine python3 cc; do
-    command -v "$tool" >/dev/null || { echo "du.sh: $tool is missing" >&2; exit 1; }
-done
-
-bin=$repo/target/bench
-mkdir -p "$bin"
-cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
 # shellcheck source=bench/common.sh
-. "$repo/bench/common.sh"
+. "$(dirname "$0")/common.sh"
+
+parse_options "$@"
+runs=${runs:-10}
+[ ${#trees[@]} -gt 0 ] || trees=(src million)
+require hyperfine python3 cc
+build_helpers floor
 FDU=$(release_binary fdu "${FDU:-}")
 
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -65,7 +49,7 @@ for name in "${trees[@]}"; do
     cmds=(-n "floor -s" "$bin/floor -s ." -n "fdu -s" "$FDU -s ." "${others[@]}")
     json=$(mktemp /tmp/du-bench-XXXXXX.json)
     echo
-    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "== $name ($tree), load average: $(load)"
     # Each run is preceded by a stat walk, so the tree stays hot even when
     # something else on the machine drops caches.
     (cd "$tree" && hyperfine -N --style basic --warmup 2 --runs "$runs" --prepare "$bin/floor -s ." --output=null --export-json "$json" "${cmds[@]}" >/dev/null)
@@ -77,4 +61,4 @@ for name in "${trees[@]}"; do
     rm -f "$json"
 done
 echo
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(load)"

@@ -21,45 +21,27 @@
 #
 # Not run by CI: timings need a quiet machine and the trees are large.
 set -euo pipefail
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-trees=()
-runs=()
-warmup=3
 quick=false
-dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
-while [ $# -gt 0 ]; do
-    case $1 in
-        --quick) quick=true; shift ;;
-        --runs) runs=(--runs "$2"); shift 2 ;;
-        --dir) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        src|fanout5|million|bigdir) trees+=("$1"); shift ;;
-        *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
+own_option() {
+    if [ "$1" = --quick ]; then quick=true; took=1; fi
+}
+parse_options "$@"
+warmup=3
 if $quick; then
     [ ${#trees[@]} -gt 0 ] || trees=(src)
-    [ ${#runs[@]} -gt 0 ] || runs=(--runs 5)
+    runs=${runs:-5}
     warmup=2
 fi
 [ ${#trees[@]} -gt 0 ] || trees=(src fanout5 million bigdir)
+runs_arg=()
+[ -z "$runs" ] || runs_arg=(--runs "$runs")
 
-missing=()
-for tool in hyperfine python3 cc cargo; do
-    command -v "$tool" >/dev/null || missing+=("$tool")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    echo "run.sh: missing ${missing[*]} (Debian: apt-get install hyperfine python3 gcc; Rust: rustup)" >&2
-    exit 1
-fi
-
-bin=$repo/target/bench
-mkdir -p "$bin" "$dir"
-cc -O2 -o "$bin/floor" "$repo/bench/floor.c"
-cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
-# shellcheck source=bench/common.sh
-. "$repo/bench/common.sh"
+require hyperfine python3 cc cargo
+mkdir -p "$dir"
+build_helpers floor topipe
 FND=$(release_binary fnd "${FND:-}")
 
 # The others are optional: a missing one is left out of the table, saying so.
@@ -90,8 +72,8 @@ for name in "${trees[@]}"; do
     done
     json=$(mktemp /tmp/fnd-bench-XXXXXX.json)
     echo
-    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-    (cd "$tree" && hyperfine -N --style basic --warmup "$warmup" "${runs[@]}" --prepare "$bin/floor ." \
+    echo "== $name ($tree), load average: $(load)"
+    (cd "$tree" && hyperfine -N --style basic --warmup "$warmup" "${runs_arg[@]}" --prepare "$bin/floor ." \
         --export-json "$json" "${piped[@]}" >/dev/null)
     rss_file=$(mktemp /tmp/fnd-bench-XXXXXX.rss)
     rss=()
@@ -103,4 +85,4 @@ for name in "${trees[@]}"; do
     rm -f "$json" "$rss_file"
 done
 echo
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); CPU pressure: $(head -1 /proc/pressure/cpu 2>/dev/null)"
+echo "load average at the end: $(load); CPU pressure: $(head -1 /proc/pressure/cpu 2>/dev/null)"

@@ -16,32 +16,18 @@
 # bench/topipe. One hyperfine run per case; the table gives each median as a
 # ratio to fd's. Not run by CI.
 set -euo pipefail
+# shellcheck source=bench/common.sh
+. "$(dirname "$0")/common.sh"
 
-repo=$(cd "$(dirname "$0")/.." && pwd)
-dir=${FND_BENCH_DIR:-/tmp/fnd-bench}
-runs=10
-trees=()
-while [ $# -gt 0 ]; do
-    case $1 in
-        --runs) runs=$2; shift 2 ;;
-        --dir) dir=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        src|fanout5|million|bigdir) trees+=("$1"); shift ;;
-        *) echo "search.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
-    esac
-done
+parse_options "$@"
+runs=${runs:-10}
 [ ${#trees[@]} -gt 0 ] || trees=(src million)
-for tool in hyperfine python3 cc fd; do
-    command -v "$tool" >/dev/null || { echo "search.sh: $tool is missing (fd: cargo install --locked fd-find)" >&2; exit 1; }
-done
+require hyperfine python3 cc fd
 has_bfs=false
 command -v bfs >/dev/null && has_bfs=true || echo "note: bfs not found (apt-get install bfs); left out" >&2
 
-bin=$repo/target/bench
-mkdir -p "$bin" "$dir"
-cc -O2 -o "$bin/topipe" "$repo/bench/topipe.c"
-# shellcheck source=bench/common.sh
-. "$repo/bench/common.sh"
+mkdir -p "$dir"
+build_helpers topipe
 FND=$(release_binary fnd "${FND:-}")
 
 # case name, fnd/fd arguments, bfs arguments ('' when bfs has no equivalent)
@@ -66,7 +52,7 @@ for name in "${trees[@]}"; do
     deep=$(find . -mindepth 3 -maxdepth 3 -type f | LC_ALL=C sort | head -1)
     deep=${deep##*/}
     echo
-    echo "== $name ($tree), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "== $name ($tree), load average: $(load)"
     # hyperfine -N splits words like a shell (quotes, backslashes) but runs no shell.
     run_case regex "-u '[0-9]\.rs\$'" "-regex '.*[0-9]\.rs'"
     run_case extension "-u -e rs" "-name *.rs"
@@ -78,4 +64,4 @@ for name in "${trees[@]}"; do
     run_case first "-u -1 '^${deep//./\\.}\$'" "-name '$deep' -print -quit"
 done
 echo
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average at the end: $(load)"
