@@ -5,7 +5,8 @@
 //! stack (depth-first). The parallel order gives each worker a LIFO deque of
 //! its own (depth-first locally, so few directories are pending and few
 //! descriptors open) from which idle workers steal the oldest, largest
-//! subtrees; shallow-first makes the deques FIFO (breadth-first locally).
+//! subtrees. Shallow-first puts new jobs on one shared FIFO queue instead,
+//! up to a bounded frontier.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -75,7 +76,18 @@ struct Pool {
     wake: Condvar,
     /// Workers running, and those that may be added while reads wait on I/O.
     io: Depth,
+    /// Shallow-first: while fewer jobs than this are pending, new ones go
+    /// to the shared FIFO `injector`, so all workers read level by level;
+    /// past it, onto the finder's LIFO deque (0: always). See `SHALLOW_FRONTIER`.
+    shallow_limit: usize,
 }
+
+/// The largest frontier of a shallow-first walk. Each pending directory
+/// keeps its parent's descriptor open; an unbounded frontier (11k
+/// directories a level deep in the million tree) overruns the descriptor
+/// budget and opens by path, and a whole walk took 1.18x as long as
+/// depth-first. Past the bound the walk goes depth-first below the frontier.
+const SHALLOW_FRONTIER: usize = 1024;
 
 impl Pool {
     fn notify(&self, all: bool) {
@@ -92,7 +104,11 @@ impl Pool {
     fn find_job(&self, local: &Worker<Job>, me: usize) -> Option<Job> {
         local.pop().or_else(|| loop {
             let mut retry = false;
-            match self.injector.steal_batch_and_pop(local) {
+            // A batch would make this worker's next reads the frontier's
+            // next directories, not the shallowest ones left.
+            let from_injector =
+                if self.shallow_limit > 0 { self.injector.steal() } else { self.injector.steal_batch_and_pop(local) };
+            match from_injector {
                 Steal::Success(job) => return Some(job),
                 Steal::Retry => retry = true,
                 Steal::Empty => {}
@@ -128,8 +144,7 @@ where
     D: FnMut(V),
 {
     let threads = shared.cfg.threads;
-    let new_deque = if shared.cfg.shallow_first { Worker::new_fifo } else { Worker::new_lifo };
-    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| new_deque()).collect();
+    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| Worker::new_lifo()).collect();
     let stealers = workers.iter().map(|w| w.stealer()).collect();
     let spares = workers.split_off(threads).into_iter().enumerate().map(|(i, w)| (threads + i, w)).collect();
     let pool = Pool {
@@ -140,6 +155,7 @@ where
         lock: Mutex::new(()),
         wake: Condvar::new(),
         io: Depth::new(threads, spares),
+        shallow_limit: if shared.cfg.shallow_first { SHALLOW_FRONTIER } else { 0 },
     };
     for job in root_jobs(shared) {
         pool.injector.push(job);
@@ -220,12 +236,14 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                 }
                 let found = children.len();
                 if found > 0 {
-                    pool.pending.fetch_add(found, Ordering::AcqRel);
-                    // Either way the first-listed child is read first.
-                    if shared.cfg.shallow_first {
-                        children.drain(..).for_each(|child| local.push(child));
+                    let pending = pool.pending.fetch_add(found, Ordering::AcqRel);
+                    if pending < pool.shallow_limit {
+                        // Shallow-first: onto the shared frontier, read in the order found.
+                        children.drain(..).for_each(|child| pool.injector.push(child));
                     } else {
-                        children.drain(..).rev().for_each(|child| local.push(child));
+                        for child in children.drain(..).rev() {
+                            local.push(child);
+                        }
                     }
                     if found > 1 {
                         pool.notify(false);

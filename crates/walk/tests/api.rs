@@ -76,6 +76,24 @@ fn entry_iterator_yields_every_entry_once_in_every_order() {
     }
 }
 
+/// Past its bounded frontier (1024 directories) a shallow-first walk goes
+/// depth-first below it; every entry still comes out once.
+#[test]
+fn shallow_first_past_its_frontier_yields_every_entry_once() {
+    let tree = tempfile::tempdir().unwrap();
+    for i in 0..1500 {
+        let sub = tree.path().join(format!("d{i}/sub"));
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join("f"), "").unwrap();
+    }
+    let want = expected(tree.path());
+    let mut got = BTreeSet::new();
+    for entry in WalkBuilder::new(tree.path()).threads(3).shallow_first(true).iter() {
+        insert_once(&mut got, entry.unwrap().into_path());
+    }
+    assert_eq!(got, want);
+}
+
 #[test]
 fn chunk_iterator_yields_every_entry_once_in_every_order() {
     let tree = make_tree();
