@@ -253,12 +253,16 @@ impl TimeLimit {
 }
 
 fn mtime(m: &Metadata) -> SystemTime {
+    let secs = Duration::from_secs(m.mtime.unsigned_abs());
     let nanos = Duration::from_nanos(u64::from(m.mtime_nsec));
-    if m.mtime >= 0 {
-        UNIX_EPOCH + Duration::from_secs(m.mtime as u64) + nanos
+    let time = if m.mtime >= 0 {
+        UNIX_EPOCH.checked_add(secs).and_then(|t| t.checked_add(nanos))
     } else {
-        UNIX_EPOCH - Duration::from_secs(m.mtime.unsigned_abs()) + nanos
-    }
+        UNIX_EPOCH.checked_sub(secs).and_then(|t| t.checked_add(nanos))
+    };
+    // Only i64::MIN seconds (tmpfs keeps any time) is out of reach: a
+    // second later is as far before any limit.
+    time.unwrap_or_else(|| UNIX_EPOCH - Duration::from_secs(i64::MAX as u64))
 }
 
 /// One side of `--owner`.
@@ -411,6 +415,23 @@ impl EntryFilters {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn modified_at(mtime: i64, mtime_nsec: u32) -> Metadata {
+        let (atime, atime_nsec, ctime, ctime_nsec) = (0, 0, 0, 0);
+        let (dev, ino, mode, nlink, uid, gid, rdev, size, blocks) = (0, 0, 0o100644, 1, 0, 0, 0, 0, 0);
+        Metadata { dev, ino, mode, nlink, uid, gid, rdev, size, blocks, atime, atime_nsec, mtime, mtime_nsec, ctime, ctime_nsec }
+    }
+
+    /// tmpfs stores any 64-bit time; none may panic.
+    #[test]
+    fn times_at_the_ends_of_the_range_compare() {
+        let now = SystemTime::now();
+        let (after, before) = (TimeLimit::After(now), TimeLimit::Before(now));
+        for (secs, nsec, future) in [(i64::MAX, 999_999_999, true), (i64::MIN, 999_999_999, false), (i64::MIN + 1, 0, false), (-1, 5, false)] {
+            let t = mtime(&modified_at(secs, nsec));
+            assert_eq!((after.allows(t), before.allows(t)), (future, !future), "{secs}.{nsec}");
+        }
+    }
 
     #[test]
     fn sizes_parse_like_fd() {

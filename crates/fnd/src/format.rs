@@ -125,10 +125,12 @@ enum Piece {
 
 /// A parsed template.
 ///
-/// ```ignore
+/// ```
+/// use fnd::format::Template;
+///
 /// let t = Template::parse("{/.}.png");
 /// let mut out = Vec::new();
-/// t.render_parts(b"./a/", b"x.jpg", &mut out);
+/// t.render_parts(b"./a/", b"x.jpg", None, &mut out);
 /// assert_eq!(out, b"x.png");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -470,7 +472,10 @@ fn push_local_time(out: &mut Vec<u8>, secs: i64) {
         Ok(ts) => {
             let _ = write!(out, "{}", ts.to_zoned(zone.clone()).strftime("%Y-%m-%d %H:%M:%S"));
         }
-        Err(_) => push_num(out, secs as u64),
+        // Past jiff's range (years beyond ±9999), as `ls` does: the number.
+        Err(_) => {
+            let _ = write!(out, "{secs}");
+        }
     }
 }
 
@@ -513,6 +518,15 @@ fn lookup_id(id: u32, kind: IdKind) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_past_the_calendar_print_as_seconds() {
+        for secs in [i64::MIN, -(1 << 62), 1 << 62] {
+            let mut out = Vec::new();
+            push_local_time(&mut out, secs);
+            assert_eq!(out, secs.to_string().as_bytes());
+        }
+    }
 
     fn render(t: &str, prefix: &str, name: &str) -> String {
         let mut out = Vec::new();
