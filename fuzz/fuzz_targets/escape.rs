@@ -5,9 +5,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[allow(dead_code)]
-#[path = "../../crates/fnd/src/escape.rs"]
-mod escape;
+use fnd::escape;
 
 fuzz_target!(|name: &[u8]| {
     let mut out = Vec::new();

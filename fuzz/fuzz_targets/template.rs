@@ -4,12 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-// fnd is a binary crate: its template module is compiled in directly.
-#[allow(dead_code)]
-#[path = "../../crates/fnd/src/format.rs"]
-mod format;
-
-use format::Template;
+use fnd::format::Template;
 
 fuzz_target!(|input: (&[u8], &[u8], &[u8], Option<&[u8]>)| {
     let (template, prefix, name, separator) = input;
