@@ -35,7 +35,8 @@ pub struct Buffer {
     buf: Vec<u8>,
     limit: usize,
     out: Writer,
-    background: Option<Background>,
+    /// Boxed: most buffers write on their own thread and need none of it.
+    background: Option<Box<Background>>,
 }
 
 /// Room past the limit for the record that crosses it, so that the buffer
@@ -93,7 +94,7 @@ impl Buffer {
     /// ```
     pub fn in_background(mut self) -> Buffer {
         if self.background.is_none() {
-            self.background = Background::start(&self.out);
+            self.background = Background::start(&self.out).map(Box::new);
         }
         self
     }
@@ -247,6 +248,7 @@ impl Drop for Background {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::file_writer;
     use std::io::Read;
 
     /// Records `0\n` to `count-1\n` written through `make(writer)` into a
@@ -294,9 +296,7 @@ mod tests {
 
     #[test]
     fn flush_waits_until_the_background_wrote_everything() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let out = Writer::new(std::fs::File::create(&path).unwrap().into());
+        let (out, path, _dir) = file_writer();
         let mut records = Buffer::with_limit(out, 16).in_background();
         for round in 1..=20 {
             for _ in 0..100 {
@@ -331,12 +331,7 @@ mod tests {
 
     #[test]
     fn the_background_keeps_to_its_pool() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Writer::new(
-            std::fs::File::create(dir.path().join("out"))
-                .unwrap()
-                .into(),
-        );
+        let (out, _, _dir) = file_writer();
         let mut records = Buffer::with_limit(out, 10).in_background();
         for _ in 0..10_000 {
             records.bytes().extend_from_slice(b"0123456789\n");

@@ -42,3 +42,30 @@ pub use writer::Writer;
 
 /// Re-exported so that callers can name [`Writer::failure`]'s error.
 pub use rustix::io::Errno;
+
+#[cfg(test)]
+mod testing {
+    use std::path::PathBuf;
+
+    use crate::Writer;
+
+    /// A writer to a new file, the file's path, and the directory that
+    /// holds it (removed when dropped).
+    pub fn file_writer() -> (Writer, PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let writer = Writer::new(std::fs::File::create(&path).unwrap().into());
+        (writer, path, dir)
+    }
+
+    /// A writer to `/dev/full`, where every write fails with ENOSPC.
+    pub fn full_device() -> Option<Writer> {
+        match std::fs::OpenOptions::new().write(true).open("/dev/full") {
+            Ok(full) => Some(Writer::new(full.into())),
+            Err(_) => {
+                eprintln!("skipped: no /dev/full");
+                None
+            }
+        }
+    }
+}

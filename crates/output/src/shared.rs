@@ -71,15 +71,12 @@ impl SharedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{file_writer, full_device};
 
     #[test]
     fn blocks_of_lines_stay_whole_between_threads() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let out = SharedBuffer::new(
-            Writer::new(std::fs::File::create(&path).unwrap().into()),
-            1000,
-        );
+        let (writer, path, _dir) = file_writer();
+        let out = SharedBuffer::new(writer, 1000);
         std::thread::scope(|s| {
             for t in 0..4u8 {
                 let out = &out;
@@ -104,12 +101,8 @@ mod tests {
 
     #[test]
     fn nothing_is_written_before_the_limit_or_a_flush() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let out = SharedBuffer::new(
-            Writer::new(std::fs::File::create(&path).unwrap().into()),
-            10,
-        );
+        let (writer, path, _dir) = file_writer();
+        let out = SharedBuffer::new(writer, 10);
         assert!(out.write(b"12345\n"));
         assert_eq!(std::fs::read(&path).unwrap(), b"");
         assert!(out.write(b"6789\n"));
@@ -121,11 +114,8 @@ mod tests {
 
     #[test]
     fn a_full_device_ends_output_with_a_failure() {
-        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-            eprintln!("skipped: no /dev/full");
-            return;
-        };
-        let out = SharedBuffer::new(Writer::new(full.into()), 4);
+        let Some(full) = full_device() else { return };
+        let out = SharedBuffer::new(full, 4);
         assert!(!out.write(b"line\n"));
         assert!(!out.write(b"x"));
         assert!(out.writer().is_broken());

@@ -142,12 +142,11 @@ fn grow_pipe(fd: BorrowedFd<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{file_writer, full_device};
 
     #[test]
     fn writes_everything_to_a_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("out");
-        let out = Writer::new(std::fs::File::create(&path).unwrap().into());
+        let (out, path, _dir) = file_writer();
         let big = vec![b'x'; 3 << 20];
         assert!(out.write_all(&big));
         assert!(out.clone().write_all(b"end"));
@@ -168,11 +167,7 @@ mod tests {
 
     #[test]
     fn a_full_device_is_a_remembered_failure() {
-        let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-            eprintln!("skipped: no /dev/full");
-            return;
-        };
-        let out = Writer::new(full.into());
+        let Some(out) = full_device() else { return };
         assert!(!out.write_all(b"x\n"));
         assert!(out.is_broken());
         assert_eq!(out.failure(), Some(Errno::NOSPC));
@@ -183,12 +178,7 @@ mod tests {
 
     #[test]
     fn write_and_clear_keeps_the_capacity() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = Writer::new(
-            std::fs::File::create(dir.path().join("out"))
-                .unwrap()
-                .into(),
-        );
+        let (out, _, _dir) = file_writer();
         let mut buf = Vec::with_capacity(100);
         buf.extend_from_slice(b"line\n");
         assert!(out.write_and_clear(&mut buf));
