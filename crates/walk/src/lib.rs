@@ -96,6 +96,7 @@ pub mod meta;
 mod read;
 mod schedule;
 mod split;
+mod uring;
 mod walker;
 
 pub use entry::{Chunk, Entry, EntryRef, FileType};
@@ -103,4 +104,5 @@ pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::Metadata;
+pub use uring::IoUring;
 pub use walker::{cores, Flow, Order, Sort, Visitor, WalkBuilder, MAX_THREADS};

@@ -52,6 +52,30 @@ impl Metadata {
         }
     }
 
+    /// From what `statx` returned: the same fields `fstatat` fills.
+    pub(crate) fn from_statx(st: &libc::statx) -> Self {
+        let time = |t: libc::statx_timestamp| (t.tv_sec, t.tv_nsec);
+        let ((atime, atime_nsec), (mtime, mtime_nsec), (ctime, ctime_nsec)) =
+            (time(st.stx_atime), time(st.stx_mtime), time(st.stx_ctime));
+        Metadata {
+            dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
+            ino: st.stx_ino,
+            mode: u32::from(st.stx_mode),
+            nlink: u64::from(st.stx_nlink),
+            uid: st.stx_uid,
+            gid: st.stx_gid,
+            rdev: libc::makedev(st.stx_rdev_major, st.stx_rdev_minor),
+            size: st.stx_size,
+            blocks: st.stx_blocks,
+            atime,
+            atime_nsec,
+            mtime,
+            mtime_nsec,
+            ctime,
+            ctime_nsec,
+        }
+    }
+
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.mode)
     }
@@ -78,6 +102,18 @@ fn flags(follow: bool) -> AtFlags {
 pub fn stat_at(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> std::io::Result<Metadata> {
     let st = rustix::fs::statat(dir, name, flags(follow))?;
     Ok(Metadata::from_stat(&st))
+}
+
+/// An entry's metadata as the bulk fetch wants it: `None` when it cannot
+/// be stat-ed (whoever asks again gets its error), and a dangling link's
+/// own metadata when following links.
+pub(crate) fn stat_entry(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> Option<Metadata> {
+    let mut st = rustix::fs::statat(dir, name, flags(follow));
+    if follow && st.is_err() {
+        // A dangling link still has metadata of its own.
+        st = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW);
+    }
+    st.ok().map(|st| Metadata::from_stat(&st))
 }
 
 /// Stat by path, relative to the working directory. Paths longer than

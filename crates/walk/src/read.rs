@@ -17,6 +17,7 @@ use crate::entry::{Chunk, FileType};
 use crate::error::Error;
 use crate::filter::{DirInfo, RawEntry};
 use crate::meta::Metadata;
+use crate::uring::BulkStat;
 use crate::walker::{Flow, Shared, Visitor};
 
 /// Size of the reused `getdents64` buffer: past 32 KiB the size barely
@@ -46,6 +47,8 @@ pub(crate) struct Reader {
     spare: Option<Chunk>,
     /// A directory listed whole before its entries are handed out.
     listing: Listing,
+    /// Bulk metadata (made on the first chunk that wants it).
+    stats: Option<BulkStat>,
 }
 
 impl Reader {
@@ -56,6 +59,7 @@ impl Reader {
             children: Vec::new(),
             spare: None,
             listing: Listing::default(),
+            stats: None,
         }
     }
 
@@ -276,7 +280,7 @@ impl Reader {
             }
             if emit && decision.emit {
                 chunk.push(name, file_type, target_type, entry.ino());
-                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
+                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor, &mut self.stats) == Flow::Stop {
                     return Flow::Stop;
                 }
             }
@@ -285,7 +289,7 @@ impl Reader {
             sort.sort_chunk(&mut chunk);
             sort.sort_children(&mut self.children, &self.child_names);
         }
-        let flow = if chunk.is_empty() { Flow::Continue } else { flush(shared, &mut chunk, fd, visitor) };
+        let flow = if chunk.is_empty() { Flow::Continue } else { flush(shared, &mut chunk, fd, visitor, &mut self.stats) };
         chunk.fd = -1;
         self.spare = Some(chunk);
         flow
@@ -334,12 +338,19 @@ use std::os::unix::ffi::OsStrExt;
 
 /// Hand a full chunk to the visitor (with metadata first, if asked for),
 /// then empty it for the next entries.
-fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, visitor: &mut V) -> Flow {
+fn flush<V: Visitor>(
+    shared: &Shared,
+    chunk: &mut Chunk,
+    fd: std::os::fd::BorrowedFd<'_>,
+    visitor: &mut V,
+    stats: &mut Option<BulkStat>,
+) -> Flow {
     if shared.stopped() {
         return Flow::Stop;
     }
     if shared.cfg.metadata {
-        fill_metadata(chunk, fd, shared.cfg.follow_links);
+        let stats = stats.get_or_insert_with(|| BulkStat::new(shared.cfg.io_uring));
+        fill_metadata(chunk, fd, shared.cfg.follow_links, stats);
     }
     let flow = visitor.visit(chunk);
     chunk.clear();
@@ -352,19 +363,10 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: std::os::fd::Borrow
 
 /// Stat every entry of a chunk relative to its directory: the bulk fetch
 /// that spares callers a second stat per entry.
-fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool) {
-    let flags = if follow { AtFlags::empty() } else { AtFlags::SYMLINK_NOFOLLOW };
-    chunk.meta.clear();
-    for i in 0..chunk.slots.len() {
-        let s = chunk.slots[i];
-        let name = &chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize];
-        let mut st = rustix::fs::statat(fd, name, flags);
-        if follow && st.is_err() {
-            // A dangling link still has metadata of its own.
-            st = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW);
-        }
-        chunk.meta.push(st.ok().map(|st| Metadata::from_stat(&st)));
-    }
+fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool, stats: &mut BulkStat) {
+    let names = &chunk.names;
+    let slots = chunk.slots.iter().map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
+    stats.stat_all(fd, follow, slots, &mut chunk.meta);
 }
 
 /// The ancestor of `dir` (or `dir` itself) with this device and inode, if any.
