@@ -72,6 +72,8 @@ pub struct Options {
     pub threshold: Threshold,
     pub time: Option<(TimeKind, TimeFormat)>,
     pub threads: usize,
+    /// Most directory reads waiting on the file system at once (0: the walk's default).
+    pub io_depth: usize,
     pub tree: Option<TreeOptions>,
     pub json: bool,
     pub from_json: Option<Vec<u8>>,
@@ -144,6 +146,7 @@ pub fn command() -> Command {
         .arg(value("exclude").long("exclude").value_name("PATTERN").help("Exclude files that match PATTERN"))
         .arg(flag("one-file-system").short('x').long("one-file-system").help("Skip directories on different file systems"))
         .arg(value("threads").short('j').long("threads").value_name("N").help("Worker threads (default: one per core)"))
+        .arg(value("io-depth").long("io-depth").value_name("N").help("Most directory reads that may wait on the file system at once (default: 16). The walk starts with --threads workers and adds more only while its reads wait on I/O (a cold cache, a network or FUSE mount); 1 never adds any"))
         .arg(flag("tree").long("tree").help("Show the largest entries as a tree with bars and percentages"))
         .arg(value("tree-depth").long("tree-depth").value_name("N").help("Levels shown by --tree (default 4)"))
         .arg(value("tree-lines").short('n').long("tree-lines").value_name("N").help("Most lines shown by --tree (default: terminal height, or 40)"))
@@ -341,6 +344,10 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
         threshold,
         time,
         threads: number("threads", 0)?,
+        io_depth: match (last(m, "io-depth"), number("io-depth", 0)?) {
+            (Some(v), 0) => return Err(usage(format!("invalid --io-depth argument {}", quote(v.as_bytes())))),
+            (_, n) => n,
+        },
         tree,
         json: flag("json"),
         from_json: m.get_one::<OsString>("from-json").map(|s| s.as_bytes().to_vec()),

@@ -277,6 +277,7 @@ impl Scan {
         let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
             .order(Order::Parallel)
             .threads(self.opts.threads)
+            .io_depth(self.opts.io_depth)
             .metadata(true)
             .min_depth(1)
             .follow_links(self.opts.follow == Follow::All)
