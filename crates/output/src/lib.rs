@@ -7,8 +7,7 @@
 //!   A closed pipe (EPIPE) stops output quietly; any other error is
 //!   remembered for the tool to report once.
 //! - [`Buffer`]: one thread's buffer of whole records, written when it
-//!   fills; optionally by a writer thread of its own, so that the thread
-//!   producing the records goes on while a write copies or blocks.
+//!   fills.
 //! - [`SharedBuffer`]: one buffer all threads append to under a lock, for
 //!   output whose order the threads agree on among themselves.
 //!
