@@ -123,11 +123,17 @@ for tree in "${trees[@]}"; do
             listing_commands
         else
             cmds+=(-n "floor -s" "$floor -s .")
-            have "$fdu" && cmds+=(-n "fdu -s" "$fdu -s .")
+            if have "$fdu"; then
+                cmds+=(-n "fdu -s" "$fdu -s .")
+                # Without extra I/O workers, and with them from the start.
+                cmds+=(-n "fdu -s --io-depth=1" "$fdu -s --io-depth=1 .")
+                cmds+=(-n "fdu -s -j8" "$fdu -s -j8 .")
+            fi
             cmds+=(-n "du -s" "du -s .")
             have diskus && cmds+=(-n diskus "diskus .")
             have pdu && cmds+=(-n pdu "pdu --quantity=blocks --max-depth=1 .")
             have dust && cmds+=(-n dust "dust -d 0 .")
+            have dua && cmds+=(-n dua "dua aggregate .")
         fi
         run "$mode" "$tree" "${cmds[@]}"
     done
