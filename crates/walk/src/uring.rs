@@ -82,7 +82,8 @@ fn supported() -> bool {
 enum State {
     /// Not needed yet (or not yet judged worth it).
     Unused,
-    Ready(Ring),
+    /// Boxed: a ring is large, and most walks never make one.
+    Ready(Box<Ring>),
     /// Unavailable or broken: `fstatat` from now on.
     Off,
 }
@@ -171,7 +172,7 @@ impl BulkStat {
         }
         if let State::Unused = self.state {
             self.state = match supported().then(new_ring).flatten() {
-                Some(ring) => State::Ready(ring),
+                Some(ring) => State::Ready(Box::new(ring)),
                 None => State::Off,
             };
         }
