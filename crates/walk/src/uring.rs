@@ -48,9 +48,11 @@ use crate::meta::Metadata;
 /// already raises; directories average 5 to 6 entries, so a chunk puts few
 /// stats in flight at once. FUSE serializes lookups within a directory
 /// unless the server asks for parallel ones. `WhenWaiting` (which switches
-/// a thread once its stats are seen to wait) measured 1.0x hot and 0.96x
-/// to 1.25x cold: no gain either. Where lookups do run in parallel and are
-/// slow (a network file system with big directories), try `WhenWaiting`.
+/// a thread once its stats are seen to wait) costs nothing hot (1.0x) and
+/// gains nothing cold: 1.09x on src (median of 9 runs) and 1.11x on million
+/// (of 3), run interleaved with `fstatat` builds, diskus, pdu and du. Where
+/// lookups do run in parallel and are slow (a network file system with big
+/// directories), `WhenWaiting` is the one to try.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IoUring {
     /// One `fstatat` per entry, always.
