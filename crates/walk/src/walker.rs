@@ -392,9 +392,9 @@ impl WalkBuilder {
 
     /// When [`metadata`](Self::metadata)'s stats go through io_uring: a
     /// chunk's stats submitted together, so that the file system has them
-    /// all in flight. The default is [`IoUring::Never`], one `fstatat` per
-    /// entry: io_uring was slower in every case measured, hot or cold (the
-    /// figures are on [`IoUring`]). Where the kernel has no io_uring, or a
+    /// all in flight. The default is [`IoUring::Never`](crate::IoUring::Never),
+    /// one `fstatat` per entry: io_uring was slower in every case measured,
+    /// hot or cold (the figures are on [`IoUring`](crate::IoUring)). Where the kernel has no io_uring, or a
     /// sandbox forbids it, every setting falls back to `fstatat`; the
     /// results are the same either way.
     ///
