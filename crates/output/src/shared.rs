@@ -1,7 +1,8 @@
 //! One buffer for all threads.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::Mutex;
 
+use crate::writer::lock;
 use crate::Writer;
 
 /// A buffer every thread appends whole records to, under a short lock,
@@ -43,7 +44,7 @@ impl SharedBuffer {
 
     /// Append whole records; false when output has ended.
     pub fn write(&self, records: &[u8]) -> bool {
-        let mut buf = self.lock();
+        let mut buf = lock(&self.buf);
         buf.extend_from_slice(records);
         if buf.len() >= self.limit {
             // Written under the lock: another thread's records must not
@@ -55,16 +56,12 @@ impl SharedBuffer {
 
     /// Write what is buffered; false when output has ended.
     pub fn flush(&self) -> bool {
-        self.out.write_and_clear(&mut self.lock())
+        self.out.write_and_clear(&mut lock(&self.buf))
     }
 
     /// Where the records go: whether output ended, and why.
     pub fn writer(&self) -> &Writer {
         &self.out
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<u8>> {
-        self.buf.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -125,7 +125,7 @@ impl Writer {
 
 /// A poisoned lock still guards plain data: a panicking writer leaves
 /// nothing half-updated behind.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
