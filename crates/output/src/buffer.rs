@@ -12,11 +12,12 @@ use crate::Writer;
 ///
 /// The writes stay on the thread that makes the records. Handing full
 /// buffers to a writer thread instead (a pool of four, 64 KiB each) was
-/// measured for `fnd -j1 -u .` into a pipe, hot cache, interleaved runs:
-/// src 1.11x the serial floor against 1.10x writing in place (1.06x to
-/// /dev/null), bigdir 1.17x against 1.11x, fanout5 1.15x against 1.09x.
-/// The pipe costs the walking thread only ~0.04x, and a second thread
-/// alone costs ~0.02x (an idle one made src 1.12x), whatever it does.
+/// measured for `fnd -j1 -u .` into a pipe, hot cache, quiet machine
+/// (hyperfine, ratio to the serial floor, writer thread against in place):
+/// src 1.14x/1.09x, 1.10x/1.08x, 1.16x/1.16x in three runs; bigdir
+/// 1.12x/1.11x; fanout5 1.08x/1.04x. Never better: the pipe costs the
+/// walking thread only ~0.04x (src: 1.10x into a pipe, 1.06x to
+/// /dev/null), and a second thread alone costs ~0.02x, even an idle one.
 ///
 /// ```
 /// use fnd_output::{Buffer, Writer};
