@@ -126,7 +126,7 @@ fn assert_lists_like_find(root: &Path, fd_limit: Option<u32>, expect_success: bo
     let runs = ORDERS
         .iter()
         .flat_map(|order| THREADS.map(|threads| vec!["--order", order, threads]))
-        .chain([vec!["-j4", "--max-results", "1000000000"]]);
+        .chain(["-j1", "-j4"].map(|threads| vec![threads, "--max-results", "1000000000"]));
     for args in runs {
         let out = run_fnd(root, &args, fd_limit);
         let what = format!("fnd {} (fd limit {fd_limit:?})", args.join(" "));

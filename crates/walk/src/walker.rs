@@ -251,7 +251,8 @@ impl WalkBuilder {
     /// what a search that stops at its first results wants. The frontier is
     /// bounded (1024 directories; past it the walk goes depth-first below
     /// it), so memory and open descriptors stay bounded; a whole walk is
-    /// still a little faster depth-first. No effect on the serial orders.
+    /// still a little faster depth-first. Applies to [`Order::Parallel`],
+    /// also with one thread; the serial orders keep their own.
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
