@@ -321,6 +321,8 @@ fn inode_sort_may_be_useful(path: &[u8]) -> bool {
     const CIFS: i64 = 0xFF53_4D42;
     const TMPFS: i64 = 0x0102_1994;
     match rustix::fs::statfs(Path::new(OsStr::from_bytes(path))) {
+        // f_type is i64 here, u32 on some architectures.
+        #[allow(clippy::unnecessary_cast)]
         Ok(st) => !matches!(st.f_type as i64, NFS | CIFS | TMPFS),
         Err(_) => true,
     }

@@ -100,6 +100,8 @@ impl Sink {
 }
 
 /// One thread's way out for results.
+// One per worker thread; boxing the listing would cost an indirection per result.
+#[allow(clippy::large_enum_variant)]
 pub enum ResultWriter<'a> {
     Print(Listing<'a>),
     Exec(ExecSender),
