@@ -15,7 +15,8 @@ pub enum OrderArg {
     Bfs,
     /// Depth-first (single-threaded, deterministic).
     Dfs,
-    /// Parallel over `--threads` workers (default).
+    /// Parallel over `--threads` workers (default). With `--max-results`,
+    /// `-1` or `-q`, shallow directories are read first.
     Parallel,
 }
 
