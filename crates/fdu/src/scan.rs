@@ -461,7 +461,8 @@ impl Node {
         let mut below = *self.below.get_mut();
         let mut newest = *self.newest.get_mut();
         let mut tree = self.tree.take().map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
-        let mut lines = Vec::new();
+        // This directory's file lines, when its reader let go of it last.
+        let mut lines = HANDED_OVER.with_borrow_mut(std::mem::take);
         let subdirs = std::mem::take(&mut self.subdirs.get_mut().unwrap_or_else(|e| e.into_inner()).list);
         // A subdirectory never entered could not be opened: du counts (and
         // prints) its own size all the same.
@@ -495,6 +496,9 @@ impl Node {
         if !lines.is_empty() {
             scan.out.write(&lines);
         }
+        lines.clear();
+        // The buffer goes back for the next directory, its capacity kept.
+        HANDED_OVER.with_borrow_mut(|h| *h = lines);
         let name = self.name.take().unwrap_or_default();
         match self.parent.take() {
             Some(parent) => {
@@ -668,11 +672,41 @@ impl DuVisitor {
     }
 
     fn finish(mut self) -> Vec<Sighting> {
-        if !self.lines.is_empty() {
-            self.scan.out.write(&self.lines);
-        }
+        self.let_go();
         std::mem::take(&mut self.links)
     }
+
+    /// Let go of the current directory. Its file lines must reach the
+    /// output before its own line. When this is the last hold on it, the
+    /// drop finishes it right here and its `finish` prints them first, in
+    /// the same write; otherwise they go out now, as another thread may
+    /// finish it at any time after. (On the million tree `fdu -a` takes
+    /// 1.05x the time of the old order, which printed files after their
+    /// directory; written at every chunk instead, 1.10x.)
+    fn let_go(&mut self) {
+        if let Some(node) = self.node.take() {
+            if Arc::strong_count(&node) == 1 {
+                HANDED_OVER.with_borrow_mut(|h| std::mem::swap(h, &mut self.lines));
+                drop(node);
+                // Still there if the directory had finished already.
+                HANDED_OVER.with_borrow_mut(|h| std::mem::swap(h, &mut self.lines));
+            }
+        }
+        self.write_lines();
+    }
+
+    fn write_lines(&mut self) {
+        if !self.lines.is_empty() {
+            self.scan.out.write(&self.lines);
+            self.lines.clear();
+        }
+    }
+}
+
+thread_local! {
+    /// The file lines of the directory this thread's visitor lets go of,
+    /// for that directory's `finish` to print before its own line.
+    static HANDED_OVER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl Visitor for DuVisitor {
@@ -686,6 +720,7 @@ impl Visitor for DuVisitor {
         if !same {
             // Chunks of one directory come in order on the thread that reads
             // it; holding its node keeps the address from being reused.
+            self.let_go();
             self.node = state.clone().downcast::<Node>().ok();
             self.next_index = 0;
         }
@@ -750,9 +785,9 @@ impl Visitor for DuVisitor {
         }
         scan.progress.entries.fetch_add(chunk.len() as u64, Relaxed);
         scan.progress.bytes.fetch_add(disk, Relaxed);
+        // Early is always safe: the directory cannot finish while held.
         if self.lines.len() >= 64 * 1024 {
-            scan.out.write(&self.lines);
-            self.lines.clear();
+            self.write_lines();
         }
         if scan.out.closed() {
             return Flow::Stop;

@@ -379,3 +379,33 @@ fn hard_links_in_a_huge_directory_follow_fts_inode_order() {
     }
     same_as_du_in(dir.path(), &["-a", "t"]);
 }
+
+/// du prints a directory after everything under it. With more than one
+/// buffer of file lines (64 KiB here), fdu once printed files after their
+/// directory.
+#[test]
+fn a_directory_comes_after_everything_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in 0..40 {
+        let sub = dir.path().join(format!("t/d{d}/inner"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..60 {
+            std::fs::write(sub.join(format!("a-file-name-long-enough-to-fill-lines-{f}")), "x").unwrap();
+        }
+    }
+    for threads in ["-j1", "-j4"] {
+        let out = run("fdu", &[threads, "-a", "t"], dir.path());
+        assert!(out.status.success(), "{threads}");
+        assert!(out.stdout.len() > 128 * 1024, "{threads}: the output must span several buffers");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let paths: Vec<&str> = text.lines().map(|l| l.split_once('\t').unwrap().1).collect();
+        let printed_at: std::collections::HashMap<&str, usize> = paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+        assert_eq!(printed_at.len(), 1 + 40 * 2 + 40 * 60, "{threads}");
+        for (i, path) in paths.iter().enumerate() {
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            if let Some(&at) = printed_at.get(parent) {
+                assert!(at > i, "{threads}: {parent} (line {at}) printed before {path} (line {i})");
+            }
+        }
+    }
+}
