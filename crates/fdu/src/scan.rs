@@ -801,11 +801,12 @@ impl Visitor for DuVisitor {
             return Flow::Continue;
         }
         let path = error.path().as_os_str().as_bytes();
-        self.scan.error(&format!(
-            "cannot read directory {}: {}",
-            crate::format::quote(path),
-            crate::error_text(&error.io_error())
-        ));
+        // A link -L cannot follow is an entry du cannot stat, not a directory.
+        let what = match error.kind() {
+            fnd_walk::ErrorKind::Follow(_) => "cannot access",
+            _ => "cannot read directory",
+        };
+        self.scan.error(&format!("{what} {}: {}", crate::format::quote(path), crate::error_text(&error.io_error())));
         Flow::Continue
     }
 }

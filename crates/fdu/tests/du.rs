@@ -409,3 +409,19 @@ fn a_directory_comes_after_everything_under_it() {
         }
     }
 }
+
+/// With -L, links that cannot be followed: du names each ("cannot access
+/// …: Too many levels of symbolic links", "… Not a directory"), exits 1.
+#[test]
+fn links_that_cannot_be_followed() {
+    if !have_du() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("t")).unwrap();
+    std::fs::write(dir.path().join("t/file"), "x").unwrap();
+    for (link, target) in [("dangling", "nowhere"), ("itself", "itself"), ("through-file", "file/x")] {
+        std::os::unix::fs::symlink(target, dir.path().join("t").join(link)).unwrap();
+    }
+    same_as_du_in(dir.path(), &["-L", "-a", "t"]);
+}

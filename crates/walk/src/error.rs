@@ -15,6 +15,10 @@ pub enum ErrorKind {
     Io(Errno),
     /// Following symlinks led back to a directory that is its own ancestor.
     Loop { ancestor: PathBuf },
+    /// A symlink met while following links whose target cannot be reached:
+    /// ELOOP (a link to itself), ENOTDIR, EACCES. A dangling link (ENOENT)
+    /// is not an error: it is yielded as a link.
+    Follow(Errno),
 }
 
 /// An error at one path of the walk.
@@ -28,6 +32,10 @@ pub struct Error {
 impl Error {
     pub(crate) fn io(path: &[u8], depth: usize, errno: Errno) -> Self {
         Error { path: Path::new(OsStr::from_bytes(path)).to_path_buf(), depth, kind: ErrorKind::Io(errno) }
+    }
+
+    pub(crate) fn follow(path: &[u8], depth: usize, errno: Errno) -> Self {
+        Error { path: Path::new(OsStr::from_bytes(path)).to_path_buf(), depth, kind: ErrorKind::Follow(errno) }
     }
 
     pub(crate) fn loop_at(path: &[u8], depth: usize, ancestor: &[u8]) -> Self {
@@ -54,7 +62,7 @@ impl Error {
     /// The errno, for I/O errors.
     pub fn errno(&self) -> Option<Errno> {
         match self.kind {
-            ErrorKind::Io(e) => Some(e),
+            ErrorKind::Io(e) | ErrorKind::Follow(e) => Some(e),
             ErrorKind::Loop { .. } => None,
         }
     }
@@ -63,7 +71,9 @@ impl Error {
     /// that vanished while the walk ran, a symlink loop.
     pub fn is_benign(&self) -> bool {
         match self.kind {
-            ErrorKind::Io(e) => matches!(e, Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::LOOP | Errno::NOTDIR),
+            ErrorKind::Io(e) | ErrorKind::Follow(e) => {
+                matches!(e, Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::LOOP | Errno::NOTDIR)
+            }
             ErrorKind::Loop { .. } => true,
         }
     }
@@ -71,7 +81,7 @@ impl Error {
     /// The error as `std::io::Error`.
     pub fn io_error(&self) -> std::io::Error {
         match self.kind {
-            ErrorKind::Io(e) => e.into(),
+            ErrorKind::Io(e) | ErrorKind::Follow(e) => e.into(),
             ErrorKind::Loop { .. } => std::io::Error::other("filesystem loop detected"),
         }
     }
@@ -80,7 +90,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ErrorKind::Io(e) => write!(f, "{}: {}", self.path.display(), std::io::Error::from(*e)),
+            ErrorKind::Io(e) | ErrorKind::Follow(e) => write!(f, "{}: {}", self.path.display(), std::io::Error::from(*e)),
             ErrorKind::Loop { ancestor } => write!(
                 f,
                 "{}: filesystem loop detected (it is the same directory as {})",

@@ -261,7 +261,18 @@ impl Reader {
                         }
                         target.file_type()
                     }
-                    Err(_) => FileType::Symlink, // dangling: listed as a link
+                    Err(Errno::NOENT) => FileType::Symlink, // dangling: listed as a link
+                    // A link to itself (ELOOP), through a file (ENOTDIR) or
+                    // an unreadable directory cannot be followed: an error
+                    // for this entry, as fd and du report it.
+                    Err(e) => {
+                        let mut path = dir.prefix.to_vec();
+                        path.extend_from_slice(name);
+                        if visitor.error(Error::follow(&path, depth, e)) == Flow::Stop {
+                            return Flow::Stop;
+                        }
+                        continue;
+                    }
                 }
             } else {
                 file_type

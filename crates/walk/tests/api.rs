@@ -235,6 +235,30 @@ fn following_links_reports_a_loop_once_and_lenient_skips_it() {
     assert!(under_link);
 }
 
+/// Following links, a dangling link is yielded as a link; one that cannot
+/// be followed (to itself: ELOOP; through a file: ENOTDIR) is an error of
+/// its own, benign for a lenient walk.
+#[test]
+fn links_that_cannot_be_followed_are_errors_dangling_ones_entries() {
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::write(tree.path().join("file"), "").unwrap();
+    for (link, target) in [("dangling", "nowhere"), ("itself", "itself"), ("through-file", "file/x")] {
+        std::os::unix::fs::symlink(target, tree.path().join(link)).unwrap();
+    }
+    let results: Vec<_> = WalkBuilder::new(tree.path()).follow_links(true).min_depth(1).iter().collect();
+    let names: BTreeSet<_> = results.iter().flatten().map(|e| e.file_name().to_owned()).collect();
+    assert_eq!(names, ["dangling", "file"].map(std::ffi::OsString::from).into_iter().collect());
+    let mut errors: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).map(|e| (e.path().to_owned(), e.kind().clone())).collect();
+    errors.sort_by(|a, b| a.0.cmp(&b.0));
+    use rustix::io::Errno;
+    assert_eq!(
+        errors,
+        [(tree.path().join("itself"), ErrorKind::Follow(Errno::LOOP)), (tree.path().join("through-file"), ErrorKind::Follow(Errno::NOTDIR))]
+    );
+    let lenient = WalkBuilder::new(tree.path()).follow_links(true).lenient(true).iter().filter(Result::is_err).count();
+    assert_eq!(lenient, 0);
+}
+
 #[test]
 fn a_missing_root_is_an_error_even_when_lenient() {
     let tree = make_tree();
