@@ -214,11 +214,17 @@ impl TimeFormat {
         Ok(TimeFormat { strftime })
     }
 
-    /// Append a time given in nanoseconds since the epoch, in the local zone.
-    pub fn write(&self, nanos: i64, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
-        let ts = jiff::Timestamp::from_nanosecond(nanos as i128).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
-        let zoned = ts.to_zoned(tz.clone());
-        out.extend_from_slice(zoned.strftime(&self.strftime).to_string().as_bytes());
+    /// Append a time in the local zone. Past the calendar's years (±9999),
+    /// as du: the seconds, and a warning that the time is out of range.
+    pub fn write(&self, stamp: crate::scan::Stamp, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
+        match jiff::Timestamp::new(stamp.secs, stamp.nsec as i32) {
+            Ok(ts) => out.extend_from_slice(ts.to_zoned(tz.clone()).strftime(&self.strftime).to_string().as_bytes()),
+            Err(_) => {
+                let secs = stamp.secs.to_string();
+                crate::report(&format!("time {} is out of range", quote_value(&secs)));
+                out.extend_from_slice(secs.as_bytes());
+            }
+        }
     }
 }
 
@@ -271,6 +277,22 @@ pub fn quote(name: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_past_2262_and_past_the_calendar() {
+        use crate::scan::Stamp;
+        let format = TimeFormat::parse("long-iso").unwrap();
+        let written = |secs, nsec| {
+            let mut out = Vec::new();
+            format.write(Stamp { secs, nsec }, &jiff::tz::TimeZone::UTC, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        // Past what nanoseconds in an i64 hold, within XFS's range.
+        assert_eq!(written(10_413_792_000, 999_999_999), "2300-01-01 00:00");
+        assert_eq!(written(-10_000_000_000, 0), "1653-02-10 06:13");
+        assert_eq!(written(i64::MAX, 0), i64::MAX.to_string());
+        assert_eq!(written(i64::MIN, 0), i64::MIN.to_string());
+    }
 
     fn human(n: u64, base: u64) -> String {
         let mut v = Vec::new();

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder};
@@ -68,16 +68,49 @@ pub struct Scan {
     /// Directories already entered, with `-L` (links can reach one twice).
     dirs_seen: Mutex<HashSet<(u64, u64)>>,
     grand_total: AtomicU64,
-    grand_newest: AtomicI64,
+    grand_newest: Newest,
     /// Each operand's tree, for `--tree` and `--json`.
     pub trees: Mutex<Vec<Root>>,
 }
 
-/// How much an entry counts, and its time (ns since the epoch) for `--time`.
+/// How much an entry counts, and its time for `--time`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Usage {
     pub amount: u64,
-    pub stamp: i64,
+    pub stamp: Stamp,
+}
+
+/// A time as the kernel gives it: seconds since the epoch and nanoseconds.
+/// Not nanoseconds in an i64: that holds only 1677–2262, and XFS and tmpfs
+/// keep times outside it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Stamp {
+    pub secs: i64,
+    pub nsec: u32,
+}
+
+impl Stamp {
+    /// Older than any time: what a directory's newest starts from.
+    pub const MIN: Stamp = Stamp { secs: i64::MIN, nsec: 0 };
+}
+
+/// The newest of the times offered, from any thread.
+#[derive(Debug)]
+struct Newest(Mutex<Stamp>);
+
+impl Newest {
+    fn new(stamp: Stamp) -> Self {
+        Newest(Mutex::new(stamp))
+    }
+
+    fn offer(&self, stamp: Stamp) {
+        let mut newest = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *newest = (*newest).max(stamp);
+    }
+
+    fn get(&self) -> Stamp {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Scan {
@@ -126,7 +159,7 @@ impl Scan {
             links_seen: Mutex::new(HashSet::new()),
             dirs_seen: Mutex::new(HashSet::new()),
             grand_total: AtomicU64::new(0),
-            grand_newest: AtomicI64::new(i64::MIN),
+            grand_newest: Newest::new(Stamp::MIN),
             trees: Mutex::new(Vec::new()),
             opts,
         })
@@ -160,10 +193,10 @@ impl Scan {
             Measure::Inodes => 1,
         };
         let stamp = match self.opts.time.as_ref().map(|t| t.0) {
-            None => 0,
-            Some(TimeKind::Modified) => nanos(m.mtime, m.mtime_nsec),
-            Some(TimeKind::Accessed) => nanos(m.atime, m.atime_nsec),
-            Some(TimeKind::Changed) => nanos(m.ctime, m.ctime_nsec),
+            None => Stamp::default(),
+            Some(TimeKind::Modified) => Stamp { secs: m.mtime, nsec: m.mtime_nsec },
+            Some(TimeKind::Accessed) => Stamp { secs: m.atime, nsec: m.atime_nsec },
+            Some(TimeKind::Changed) => Stamp { secs: m.ctime, nsec: m.ctime_nsec },
         };
         Usage { amount, stamp }
     }
@@ -236,13 +269,15 @@ impl Scan {
 
     fn add_grand_total(&self, usage: Usage) {
         self.grand_total.fetch_add(usage.amount, Relaxed);
-        self.grand_newest.fetch_max(usage.stamp, Relaxed);
+        if self.opts.time.is_some() {
+            self.grand_newest.offer(usage.stamp);
+        }
     }
 
     pub fn grand_total(&self) -> Usage {
         Usage {
             amount: self.grand_total.load(Relaxed),
-            stamp: self.grand_newest.load(Relaxed),
+            stamp: self.grand_newest.get(),
         }
     }
 
@@ -328,10 +363,6 @@ fn inode_sort_may_be_useful(path: &[u8]) -> bool {
     }
 }
 
-fn nanos(secs: i64, nsec: u32) -> i64 {
-    secs.saturating_mul(1_000_000_000).saturating_add(nsec as i64)
-}
-
 /// `dir` + `/` + `name`, without doubling a `/` the operand already ends with.
 pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(dir.len() + 1 + name.len());
@@ -374,7 +405,7 @@ pub struct Node {
     local: AtomicU64,
     /// Subdirectories' totals.
     below: AtomicU64,
-    newest: AtomicI64,
+    newest: Newest,
     /// Entries the visitor will see (non-directories), and subdirectories,
     /// counted in listing order by the filter.
     listed_files: AtomicU32,
@@ -407,7 +438,7 @@ impl Node {
     fn add(&self, usage: Usage) {
         self.local.fetch_add(usage.amount, Relaxed);
         if self.scan.opts.time.is_some() {
-            self.newest.fetch_max(usage.stamp, Relaxed);
+            self.newest.offer(usage.stamp);
         }
     }
 
@@ -459,7 +490,7 @@ impl Node {
         let max_depth = scan.opts.max_depth;
         let depth = self.depth as usize;
         let mut below = *self.below.get_mut();
-        let mut newest = *self.newest.get_mut();
+        let mut newest = self.newest.get();
         let mut tree = self.tree.take().map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
         // This directory's file lines, when its reader let go of it last.
         let mut lines = HANDED_OVER.with_borrow_mut(std::mem::take);
@@ -503,7 +534,9 @@ impl Node {
         match self.parent.take() {
             Some(parent) => {
                 parent.below.fetch_add(total.amount, Relaxed);
-                parent.newest.fetch_max(newest, Relaxed);
+                if scan.opts.time.is_some() {
+                    parent.newest.offer(newest);
+                }
                 if let (Some(kids), Some(pt)) = (tree, &parent.tree) {
                     pt.lock().unwrap_or_else(|e| e.into_inner()).dir(&name, total.amount, kids);
                 }
@@ -589,7 +622,7 @@ impl EntryFilter for DuFilter {
             name: keep_tree.then(|| name.into()),
             local: AtomicU64::new(own.amount),
             below: AtomicU64::new(0),
-            newest: AtomicI64::new(own.stamp),
+            newest: Newest::new(own.stamp),
             listed_files: AtomicU32::new(0),
             listed_dirs: AtomicU32::new(0),
             listed_all: AtomicU32::new(0),
@@ -730,7 +763,7 @@ impl Visitor for DuVisitor {
         let link_all = opts.follow == Follow::All;
         let mut sum = Usage {
             amount: 0,
-            stamp: i64::MIN,
+            stamp: Stamp::MIN,
         };
         let mut disk = 0;
         for entry in chunk.iter() {
