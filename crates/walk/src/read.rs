@@ -247,28 +247,10 @@ impl Reader {
                 };
             }
             let target_type = if file_type == FileType::Symlink && cfg.follow_links {
-                match rustix::fs::statat(fd, name, AtFlags::empty()) {
-                    Ok(st) => {
-                        let target = Metadata::from_stat(&st);
-                        if let Some(ancestor) = target.is_dir().then(|| find_ancestor(dir, target.dev, target.ino)).flatten() {
-                            // A link back to an ancestor is reported, neither yielded nor walked.
-                            let mut path = dir.prefix.to_vec();
-                            path.extend_from_slice(name);
-                            if visitor.error(Error::loop_at(&path, depth, ancestor.path())) == Flow::Stop {
-                                return Flow::Stop;
-                            }
-                            continue;
-                        }
-                        target.file_type()
-                    }
-                    Err(Errno::NOENT) => FileType::Symlink, // dangling: listed as a link
-                    // A link to itself (ELOOP), through a file (ENOTDIR) or
-                    // an unreadable directory cannot be followed: an error
-                    // for this entry, as fd and du report it.
-                    Err(e) => {
-                        let mut path = dir.prefix.to_vec();
-                        path.extend_from_slice(name);
-                        if visitor.error(Error::follow(&path, depth, e)) == Flow::Stop {
+                match follow_link(dir, fd, name, depth) {
+                    Ok(target_type) => target_type,
+                    Err(error) => {
+                        if visitor.error(error) == Flow::Stop {
                             return Flow::Stop;
                         }
                         continue;
@@ -378,6 +360,26 @@ fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: boo
     let names = &chunk.names;
     let slots = chunk.slots.iter().map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
     stats.stat_all(fd, follow, slots, &mut chunk.meta);
+}
+
+/// The type of what the link `name` in `dir` leads to. A dangling link
+/// (ENOENT) is listed as a link. A link back to an ancestor is an error,
+/// neither yielded nor walked; so is one that cannot be followed at all (to
+/// itself: ELOOP, through a file: ENOTDIR, into an unreadable directory), as
+/// fd and du report it.
+fn follow_link(dir: &Arc<Dir>, fd: std::os::fd::BorrowedFd<'_>, name: &[u8], depth: usize) -> Result<FileType, Error> {
+    let path = || [&dir.prefix[..], name].concat();
+    match rustix::fs::statat(fd, name, AtFlags::empty()) {
+        Ok(st) => {
+            let target = Metadata::from_stat(&st);
+            match target.is_dir().then(|| find_ancestor(dir, target.dev, target.ino)).flatten() {
+                Some(ancestor) => Err(Error::loop_at(&path(), depth, ancestor.path())),
+                None => Ok(target.file_type()),
+            }
+        }
+        Err(Errno::NOENT) => Ok(FileType::Symlink),
+        Err(e) => Err(Error::follow(&path(), depth, e)),
+    }
 }
 
 /// The ancestor of `dir` (or `dir` itself) with this device and inode, if any.
