@@ -111,6 +111,11 @@ impl Newest {
     fn get(&self) -> Stamp {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Without a lock: for the sole owner.
+    fn get_mut(&mut self) -> Stamp {
+        *self.0.get_mut().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Scan {
@@ -490,7 +495,7 @@ impl Node {
         let max_depth = scan.opts.max_depth;
         let depth = self.depth as usize;
         let mut below = *self.below.get_mut();
-        let mut newest = self.newest.get();
+        let mut newest = self.newest.get_mut();
         let mut tree = self.tree.take().map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
         // This directory's file lines, when its reader let go of it last.
         let mut lines = HANDED_OVER.with_borrow_mut(std::mem::take);
