@@ -221,7 +221,7 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
         match pool.find_job(&local, me) {
             Some(job) => {
                 idle_spins = 0;
-                let started = probe.start();
+                probe.start();
                 // Parts of a huge directory go out while it is being read.
                 let mut share = |part: Job| {
                     pool.pending.fetch_add(1, Ordering::AcqRel);
@@ -229,7 +229,7 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                     pool.notify(false);
                 };
                 let flow = reader.read(shared, job, &mut visitor, &mut children, Some(&mut share));
-                let waits_on_io = probe.finish(started);
+                let waits_on_io = probe.finish();
                 if flow == Flow::Stop {
                     // A visitor's error() can ask to stop without the reader
                     // having raised the flag; without it the other workers

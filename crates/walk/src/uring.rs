@@ -158,9 +158,9 @@ impl BulkStat {
             }
             return;
         }
-        let started = self.probe.start();
+        self.probe.start();
         out.extend(names.map(|name| crate::meta::stat_entry(dir, name, follow)));
-        if self.probe.finish(started) {
+        if self.probe.finish() {
             // These stats wait on the device: from now on they go out together.
             self.mode = IoUring::Always;
             self.probe.disable();
