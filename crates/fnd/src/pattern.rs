@@ -3,6 +3,7 @@
 //! literals are turned into regexes, as fd does), and `-e` extensions.
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind, Literal, Look};
 
 use crate::cli::Cli;
@@ -34,8 +35,8 @@ impl Syntax {
 #[derive(Clone, Debug)]
 pub struct NameMatcher {
     /// All must match; empty patterns (which match everything) are left out.
-    patterns: Vec<Regex>,
-    extensions: Option<RegexSet>,
+    patterns: Vec<(Regex, Option<Endings>)>,
+    extensions: Option<(RegexSet, Option<Endings>)>,
     /// With `-p`: the working directory, prepended to relative paths.
     pub full_path_base: Option<Vec<u8>>,
 }
@@ -128,27 +129,25 @@ impl NameMatcher {
             .iter()
             .filter(|s| !s.is_empty())
             .map(|s| {
-                RegexBuilder::new(s).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().map_err(|e| {
+                let regex = RegexBuilder::new(s).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().map_err(|e| {
                     format!(
                         "{e}\n\nNote: You can search for literal substrings with '--fixed-strings' or literal strings \
                          with '--exact' options (instead of a regular expression). Alternatively, you can also use \
                          the '--glob' option to match on a glob pattern."
                     )
-                })
+                })?;
+                Ok((regex, Endings::of([s.as_str()], !case_sensitive, true)))
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, String>>()?;
         let extensions = if extensions.is_empty() {
             None
         } else {
-            let sources = extensions
+            let sources: Vec<String> = extensions
                 .iter()
-                .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))));
-            Some(
-                RegexSetBuilder::new(sources)
-                    .case_insensitive(true)
-                    .build()
-                    .map_err(|e| e.to_string())?,
-            )
+                .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
+                .collect();
+            let set = RegexSetBuilder::new(&sources).case_insensitive(true).build().map_err(|e| e.to_string())?;
+            Some((set, Endings::of(sources.iter().map(String::as_str), true, false)))
         };
         Ok(NameMatcher {
             patterns,
@@ -173,13 +172,89 @@ impl NameMatcher {
                 }
                 None => name,
             };
-            if !self.patterns.iter().all(|p| matches_one(p, subject)) {
+            if !self.patterns.iter().all(|(regex, endings)| matches_one(regex, endings.as_ref(), subject)) {
                 return false;
             }
         }
-        self.extensions
-            .as_ref()
-            .is_none_or(|set| set.is_match(name))
+        self.extensions.as_ref().is_none_or(|(set, endings)| {
+            endings.as_ref().is_none_or(|e| e.admit(name)) && set.is_match(name)
+        })
+    }
+}
+
+/// The endings one of which every match must have, for patterns that only
+/// match at the end of the subject (`\.rs$`, and every `-e`): a name
+/// without one is turned down by a byte comparison instead of a regex
+/// search, which cost about 40 ns a name and 18% of a regex search's CPU
+/// time. Endings are kept in ASCII lowercase and compared without regard
+/// to ASCII case, which admits a few names more (the regex decides) but
+/// keeps a case-insensitive pattern to one ending per spelling (`.tar.gz`
+/// would be 32); other case variants (`ſ` for `s`) stay endings of their own.
+#[derive(Clone, Debug)]
+struct Endings {
+    endings: Vec<Vec<u8>>,
+    /// The bytes an ending ends with, in either ASCII case: most names
+    /// are turned down by their last byte alone (comparing whole endings
+    /// first took 14% of a search's user time).
+    last_bytes: [bool; 256],
+}
+
+/// More endings than this cost more to compare than the regex saves.
+const MAX_ENDINGS: usize = 16;
+
+impl Endings {
+    /// The endings of all of `sources` (regexes built with these flags), if
+    /// each of them matches only at the end and has few enough endings.
+    fn of<'a>(sources: impl IntoIterator<Item = &'a str>, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Endings> {
+        let mut endings = Vec::new();
+        for source in sources {
+            let hir = regex_syntax::ParserBuilder::new()
+                .utf8(false)
+                .case_insensitive(case_insensitive)
+                .dot_matches_new_line(dot_matches_new_line)
+                .build()
+                .parse(source)
+                .ok()?;
+            if !hir.properties().look_set_suffix().contains(Look::End) {
+                return None;
+            }
+            let seq = Extractor::new().kind(ExtractKind::Suffix).extract(&hir);
+            // An empty ending admits everything; no literal at all, nothing:
+            // neither is worth a check.
+            let literals = seq.literals().filter(|l| !l.is_empty() && l.iter().all(|l| !l.is_empty()))?;
+            endings.extend(literals.iter().map(|l| l.as_bytes().to_ascii_lowercase()));
+        }
+        endings.sort_unstable();
+        endings.dedup();
+        // Too many: keep only their last bytes (a name with the whole
+        // ending has those too), fewer of them until few enough differ.
+        while endings.len() > MAX_ENDINGS {
+            let keep = endings.iter().map(Vec::len).max().unwrap_or(0).saturating_sub(1);
+            if keep == 0 {
+                return None;
+            }
+            for e in &mut endings {
+                e.drain(..e.len().saturating_sub(keep));
+            }
+            endings.sort_unstable();
+            endings.dedup();
+        }
+        if endings.is_empty() {
+            return None;
+        }
+        let mut last_bytes = [false; 256];
+        for &b in endings.iter().filter_map(|e| e.last()) {
+            last_bytes[usize::from(b)] = true;
+            last_bytes[usize::from(b.to_ascii_uppercase())] = true;
+        }
+        Some(Endings { endings, last_bytes })
+    }
+
+    /// Could a match end `subject`? False means the regex cannot match.
+    #[inline]
+    fn admit(&self, subject: &[u8]) -> bool {
+        subject.last().is_some_and(|&b| self.last_bytes[usize::from(b)])
+            && self.endings.iter().any(|e| subject.len() >= e.len() && subject[subject.len() - e.len()..].eq_ignore_ascii_case(e))
     }
 }
 
@@ -188,8 +263,9 @@ impl NameMatcher {
 /// skipping it saved ~3% of a parallel listing, where threads also contend
 /// for the regex's shared cache. Names of only non-ASCII bytes still go to
 /// the regex, which decides for invalid UTF-8 as before.
-fn matches_one(regex: &Regex, subject: &[u8]) -> bool {
-    (regex.as_str() == "." && subject.iter().any(u8::is_ascii)) || regex.is_match(subject)
+fn matches_one(regex: &Regex, endings: Option<&Endings>, subject: &[u8]) -> bool {
+    (regex.as_str() == "." && subject.iter().any(u8::is_ascii))
+        || (endings.is_none_or(|e| e.admit(subject)) && regex.is_match(subject))
 }
 
 /// `cwd/path` for a relative path (without its leading `./`), the path itself when absolute.
@@ -267,5 +343,43 @@ mod tests {
         assert!(m.matches(b"", b"x.tar.gz", &mut s));
         assert!(!m.matches(b"", b".txt", &mut s));
         assert!(!m.matches(b"", b"txt", &mut s));
+    }
+
+    #[test]
+    fn endings_are_found_only_for_patterns_anchored_at_the_end() {
+        assert!(Endings::of([r"[0-9]\.rs$"], false, true).is_some());
+        // Case-insensitive: one ending per ASCII spelling, and `ſ` for `s`.
+        let e = Endings::of([r"[0-9]\.rs$"], true, true).unwrap();
+        assert!(e.endings.contains(&b"7.rs".to_vec()) && e.endings.contains(&".r\u{17f}".as_bytes().to_vec()));
+        // Too many to compare: cut down to the bytes they end with.
+        let e = Endings::of([r"[a-z][0-9]\.(rs|gz|py|go|js)$"], false, true).unwrap();
+        assert!(e.endings.len() <= MAX_ENDINGS && e.endings.contains(&b".rs".to_vec()), "{:?}", e.endings);
+        assert!(Endings::of([r".\.rs$", r".\.tar\.gz$"], true, false).is_some());
+        assert!(Endings::of([r"\.rs"], false, true).is_none());
+        assert!(Endings::of([r"a$|b"], false, true).is_none());
+        assert!(Endings::of([r"$"], false, true).is_none());
+        assert!(Endings::of([r"\w$"], false, true).is_none());
+    }
+
+    #[test]
+    fn endings_never_turn_down_a_match() {
+        let names: [&[u8]; 14] = [
+            b"main.rs", b"a1.rs", b"A1.RS", b"x.r\xc5\xbf", b"9.R\xc5\xbf", b"rs", b".rs", b"\n.rs", b"a.rs.bak",
+            b"\xff.rs", b"\xe2\x84\xaa", b"k", b"a.tar.gz", b"a.TAR.GZ",
+        ];
+        for pattern in [r"[0-9]\.rs$", r"\.rs$", r"s$", r"k$", r"(rs|gz)$", r"^a.*\.gz$"] {
+            for case_sensitive in [true, false] {
+                let m = NameMatcher::new(&[pattern.to_string()], case_sensitive, &[], None).unwrap();
+                let regex = RegexBuilder::new(pattern).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().unwrap();
+                for name in names {
+                    assert_eq!(m.matches(b"", name, &mut Vec::new()), regex.is_match(name), "{pattern} {case_sensitive} {name:?}");
+                }
+            }
+        }
+        let m = NameMatcher::new(&[], false, &["rs".into(), "tar.gz".into(), "k".into()], None).unwrap();
+        let set = RegexSetBuilder::new([r".\.rs$", r".\.tar\.gz$", r".\.k$"]).case_insensitive(true).build().unwrap();
+        for name in names.iter().chain([&b"a.\xe2\x84\xaa"[..], b"a.K"].iter()) {
+            assert_eq!(m.matches(b"", name, &mut Vec::new()), set.is_match(name), "{name:?}");
+        }
     }
 }
