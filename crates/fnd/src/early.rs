@@ -3,7 +3,6 @@
 //! same order every time; past either limit results stream as they are found.
 //! Held results are kept as whole chunks, taken from the walk.
 
-use std::cmp::Ordering;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -80,21 +79,22 @@ impl EarlyResults {
             .flat_map(|(c, chunk)| (0..chunk.len()).map(move |e| (c, e)))
             .collect();
         if Instant::now() < self.deadline {
-            let paths: Vec<Vec<Vec<u8>>> = held
+            let mut path = Vec::new();
+            let keys: Vec<Vec<Vec<u8>>> = held
                 .chunks
                 .iter()
                 .map(|chunk| {
                     chunk
                         .iter()
                         .map(|e| {
-                            let mut p = Vec::new();
-                            e.write_path(&mut p);
-                            p
+                            path.clear();
+                            e.write_path(&mut path);
+                            sort_key(&path)
                         })
                         .collect()
                 })
                 .collect();
-            order.sort_by(|a, b| compare_paths(&paths[a.0][a.1], &paths[b.0][b.1]));
+            order.sort_by(|a, b| keys[a.0][a.1].cmp(&keys[b.0][b.1]));
         }
         Some((held.chunks, order))
     }
@@ -137,16 +137,39 @@ fn components(path: &[u8]) -> impl Iterator<Item = Component<'_>> {
     root.into_iter().chain(rest)
 }
 
-/// Order paths as `std::path::Path` does (and fd sorts): component by
-/// component, so `a/b` sorts before `a.txt`.
-pub fn compare_paths(a: &[u8], b: &[u8]) -> Ordering {
-    components(a).cmp(components(b))
+/// Bytes that compare as the path's components do (as `std::path::Path`
+/// orders paths, and fd sorts them: `a/b` before `a.txt`): each component is a
+/// tag in `Component`'s order, then a name and a 0 (which no name holds,
+/// so a name sorts before the longer names it starts). Built once per
+/// path, the keys sort with `memcmp`; comparing components on the fly took
+/// 6% of a search's CPU time for 836 results.
+fn sort_key(path: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(path.len() + 4);
+    for component in components(path) {
+        match component {
+            Component::Root => key.push(1),
+            Component::Current => key.push(2),
+            Component::Parent => key.push(3),
+            Component::Normal(name) => {
+                key.push(4);
+                key.extend_from_slice(name);
+                key.push(0);
+            }
+        }
+    }
+    key
 }
 
 #[cfg(test)]
 mod tests {
-    use super::compare_paths;
+    use super::{components, sort_key};
     use std::cmp::Ordering;
+
+    /// Paths ordered as `std::path::Path` orders them (and fd sorts):
+    /// component by component, so `a/b` sorts before `a.txt`.
+    fn compare_paths(a: &[u8], b: &[u8]) -> Ordering {
+        components(a).cmp(components(b))
+    }
 
     #[test]
     fn paths_sort_by_component() {
@@ -155,5 +178,18 @@ mod tests {
         assert_eq!(compare_paths(b"./a", b"./b"), Ordering::Less);
         assert_eq!(compare_paths(b"a//b", b"a/b"), Ordering::Equal);
         assert_eq!(compare_paths(b"./-rf", b"a"), Ordering::Less);
+    }
+
+    #[test]
+    fn sort_keys_order_as_components_do() {
+        let paths: [&[u8]; 14] = [
+            b"a/b", b"a.txt", b"./a", b"./b", b"a//b", b"./-rf", b"a", b"/x", b"../y", b"a/./b",
+            b"a/b/c", b"ab", b"a\xffb", b"a/..",
+        ];
+        for a in paths {
+            for b in paths {
+                assert_eq!(sort_key(a).cmp(&sort_key(b)), compare_paths(a, b), "{a:?} {b:?}");
+            }
+        }
     }
 }
