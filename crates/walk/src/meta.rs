@@ -57,6 +57,7 @@ impl Metadata {
     }
 
     /// From what `statx` returned: the same fields `fstatat` fills.
+    #[cfg(feature = "io-uring")]
     pub(crate) fn from_statx(st: &libc::statx) -> Self {
         let time = |t: libc::statx_timestamp| (t.tv_sec, t.tv_nsec);
         let ((atime, atime_nsec), (mtime, mtime_nsec), (ctime, ctime_nsec)) =

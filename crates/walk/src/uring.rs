@@ -16,11 +16,17 @@
 //! an entry whose statx fails in any way is stat-ed again by `fstatat`, so
 //! what it reports (a vanished entry's ENOENT, say) is what it always did.
 
+#[cfg(feature = "io-uring")]
 use std::ffi::CStr;
+#[cfg(feature = "io-uring")]
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd};
+#[cfg(feature = "io-uring")]
+use std::os::fd::AsRawFd;
+use std::os::fd::BorrowedFd;
+#[cfg(feature = "io-uring")]
 use std::sync::OnceLock;
 
+#[cfg(feature = "io-uring")]
 use io_uring::{opcode, types, IoUring as Ring};
 
 use crate::io::Probe;
@@ -65,11 +71,13 @@ pub enum IoUring {
     Always,
 }
 
+#[cfg(feature = "io-uring")]
 /// Submission queue entries per ring. A statx runs on one of the kernel's
 /// bounded io-wq threads, of which a ring gets at most four per CPU: a
 /// deeper queue only waits in line.
 const RING_ENTRIES: u32 = 64;
 
+#[cfg(feature = "io-uring")]
 /// Whether this process may use io_uring statx at all: probed once.
 fn supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
@@ -81,6 +89,7 @@ fn supported() -> bool {
     })
 }
 
+#[cfg(feature = "io-uring")]
 enum State {
     /// Not needed yet (or not yet judged worth it).
     Unused,
@@ -94,16 +103,21 @@ enum State {
 /// buffers the kernel writes into.
 pub(crate) struct BulkStat {
     mode: IoUring,
+    #[cfg(feature = "io-uring")]
     state: State,
     /// Whether this thread's stats wait on I/O (`WhenWaiting` only).
     probe: Probe,
     /// The chunk's names, each followed by a NUL, as statx wants them.
+    #[cfg(feature = "io-uring")]
     names: Vec<u8>,
+    #[cfg(feature = "io-uring")]
     bufs: Vec<MaybeUninit<libc::statx>>,
     /// Each entry's statx result; `PENDING` until it completes.
+    #[cfg(feature = "io-uring")]
     results: Vec<i32>,
 }
 
+#[cfg(feature = "io-uring")]
 /// A result no completion carries (they are 0 or a negated errno).
 const PENDING: i32 = i32::MIN;
 
@@ -111,10 +125,14 @@ impl BulkStat {
     pub(crate) fn new(mode: IoUring) -> Self {
         BulkStat {
             mode,
+            #[cfg(feature = "io-uring")]
             state: State::Unused,
             probe: Probe::new(mode == IoUring::WhenWaiting),
+            #[cfg(feature = "io-uring")]
             names: Vec::new(),
+            #[cfg(feature = "io-uring")]
             bufs: Vec::new(),
+            #[cfg(feature = "io-uring")]
             results: Vec::new(),
         }
     }
@@ -130,33 +148,9 @@ impl BulkStat {
         out: &mut Vec<Option<Metadata>>,
     ) {
         out.clear();
-        if let (true, State::Ready(ring)) = (self.wants_ring(), &mut self.state) {
-            let ring_ok = submit_all(
-                ring,
-                dir,
-                follow,
-                names.clone(),
-                &mut self.names,
-                &mut self.bufs,
-                &mut self.results,
-            );
-            for ((name, &res), buf) in names.zip(&self.results).zip(&self.bufs) {
-                out.push(match res {
-                    // SAFETY: a statx that succeeded filled its buffer.
-                    0 => Some(unsafe { buf.assume_init_ref() })
-                        .filter(|st| {
-                            st.stx_mask & libc::STATX_BASIC_STATS == libc::STATX_BASIC_STATS
-                        })
-                        .map(Metadata::from_statx)
-                        .or_else(|| crate::meta::stat_entry(dir, name, follow)),
-                    // Failed, or never submitted: ask again the ordinary way.
-                    _ => crate::meta::stat_entry(dir, name, follow),
-                });
-            }
-            if !ring_ok {
-                self.give_up();
-            }
-            return;
+        #[cfg(feature = "io-uring")]
+        if self.wants_ring() && matches!(self.state, State::Ready(_)) {
+            return self.stat_through_ring(dir, follow, names, out);
         }
         self.probe.start();
         out.extend(names.map(|name| crate::meta::stat_entry(dir, name, follow)));
@@ -167,6 +161,44 @@ impl BulkStat {
         }
     }
 
+    #[cfg(feature = "io-uring")]
+    /// `stat_all` through the ring.
+    fn stat_through_ring<'a>(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        follow: bool,
+        names: impl Iterator<Item = &'a [u8]> + Clone,
+        out: &mut Vec<Option<Metadata>>,
+    ) {
+        let State::Ready(ring) = &mut self.state else { return };
+        let ring_ok = submit_all(
+            ring,
+            dir,
+            follow,
+            names.clone(),
+            &mut self.names,
+            &mut self.bufs,
+            &mut self.results,
+        );
+        for ((name, &res), buf) in names.zip(&self.results).zip(&self.bufs) {
+            out.push(match res {
+                // SAFETY: a statx that succeeded filled its buffer.
+                0 => Some(unsafe { buf.assume_init_ref() })
+                    .filter(|st| {
+                        st.stx_mask & libc::STATX_BASIC_STATS == libc::STATX_BASIC_STATS
+                    })
+                    .map(Metadata::from_statx)
+                    .or_else(|| crate::meta::stat_entry(dir, name, follow)),
+                // Failed, or never submitted: ask again the ordinary way.
+                _ => crate::meta::stat_entry(dir, name, follow),
+            });
+        }
+        if !ring_ok {
+            self.give_up();
+        }
+    }
+
+    #[cfg(feature = "io-uring")]
     /// Whether this chunk should use the ring (made on first use).
     fn wants_ring(&mut self) -> bool {
         if self.mode != IoUring::Always {
@@ -181,6 +213,7 @@ impl BulkStat {
         true
     }
 
+    #[cfg(feature = "io-uring")]
     /// The ring failed with requests perhaps still in flight: drop it, and
     /// leave it the buffers those requests may still write into.
     fn give_up(&mut self) {
@@ -191,6 +224,7 @@ impl BulkStat {
     }
 }
 
+#[cfg(feature = "io-uring")]
 fn new_ring() -> Option<Ring> {
     // A walking thread is the only one to touch its ring: completions are
     // then delivered when it waits, not by interrupting it.
@@ -202,6 +236,7 @@ fn new_ring() -> Option<Ring> {
         .ok()
 }
 
+#[cfg(feature = "io-uring")]
 /// Submit a statx for every name and wait for all of them; `results` gets
 /// each one's result (`PENDING` for those never submitted). False when the
 /// ring itself failed: it must not be used again, nor the buffers reused
@@ -279,15 +314,18 @@ fn submit_all<'a>(
     true
 }
 
+#[cfg(feature = "io-uring")]
 /// Submissions refused in a row before the ring is given up.
 const MAX_REFUSALS: u32 = 1000;
 
+#[cfg(feature = "io-uring")]
 /// Entries pushed but not yet taken by the kernel.
 fn pending_in_sq(ring: &mut Ring) -> usize {
     ring.submission().len()
 }
 
-#[cfg(test)]
+// The tests build rings: they run with the feature (`cargo test --all-features`).
+#[cfg(all(test, feature = "io-uring"))]
 mod tests {
     use super::*;
     use std::os::fd::AsFd;

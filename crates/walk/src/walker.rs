@@ -395,9 +395,11 @@ impl WalkBuilder {
     /// chunk's stats submitted together, so that the file system has them
     /// all in flight. The default is [`IoUring::Never`](crate::IoUring::Never),
     /// one `fstatat` per entry: io_uring was slower in every case measured,
-    /// hot or cold (the figures are on [`IoUring`](crate::IoUring)). Where the kernel has no io_uring, or a
-    /// sandbox forbids it, every setting falls back to `fstatat`; the
-    /// results are the same either way.
+    /// hot or cold (the figures are on [`IoUring`](crate::IoUring)). The
+    /// ring is only built in with the crate's `io-uring` feature; without
+    /// it, or where the kernel has no io_uring, or a sandbox forbids it,
+    /// every setting falls back to `fstatat`. The results are the same
+    /// either way.
     ///
     /// ```
     /// use fnd_walk::{IoUring, WalkBuilder};
