@@ -365,7 +365,11 @@ fn flush<V: Visitor>(
 
 
 /// Stat every entry of a chunk relative to its directory: the bulk fetch
-/// that spares callers a second stat per entry.
+/// that spares callers a second stat per entry. In listing order: stats
+/// sorted by inode number were measured on a cold cache (`fdu -s`, caches
+/// dropped before each run, alternating) and gained nothing on this
+/// virtio disk: src 405 ms against 398 (median of 7), million 6.05 s
+/// against 6.02 (of 3).
 fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool, stats: &mut BulkStat) {
     let names = &chunk.names;
     let slots = chunk.slots.iter().map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
