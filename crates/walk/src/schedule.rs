@@ -214,7 +214,7 @@ fn add_io_workers<'scope, 'env, V, M>(
 fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize, mut visitor: V, grow: &dyn Fn()) -> V {
     let mut probe = Probe::new(pool.io.can_grow());
     // I/O workers (added past the CPU workers) go wherever the kernel puts them.
-    let mut placed_for = pool.placement.as_ref().filter(|_| me < shared.cfg.threads).map(|p| p.pin(me));
+    let mut pinned = pool.placement.as_ref().filter(|_| me < shared.cfg.threads).map(|p| p.pin(me));
     let mut reader = Reader::new();
     let mut children = Vec::new();
     let mut idle_spins = 0;
@@ -236,12 +236,8 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
                 };
                 let flow = reader.read(shared, job, &mut visitor, &mut children, Some(&mut share));
                 let waits_on_io = probe.finish();
-                if let Some(left) = &mut placed_for {
-                    *left -= 1;
-                    if *left == 0 {
-                        pool.placement.as_ref().map(Placement::unpin);
-                        placed_for = None;
-                    }
+                if pinned.as_mut().is_some_and(Pinned::read_one) {
+                    pinned = None;
                 }
                 if flow == Flow::Stop {
                     // A visitor's error() can ask to stop without the reader
@@ -290,10 +286,7 @@ fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize,
             }
         }
     }
-    if placed_for.is_some() {
-        // The calling thread is a worker: it must not stay pinned after the walk.
-        pool.placement.as_ref().map(Placement::unpin);
-    }
+    // The calling thread is a worker: `pinned` sets it free on the way out.
     visitor
 }
 
@@ -330,18 +323,33 @@ impl Placement {
         Some(Placement { allowed, cpus })
     }
 
-    /// Pin the calling thread, CPU worker number `me`, to its CPU; returns
-    /// how many directories it stays there.
-    fn pin(&self, me: usize) -> u32 {
+    /// Pin the calling thread, CPU worker number `me`, to its CPU.
+    fn pin(&self, me: usize) -> Pinned<'_> {
         let mut one = CpuSet::new();
         one.set(self.cpus[me % self.cpus.len()]);
         // A failure leaves the thread where the kernel put it: no harm.
         let _ = rustix::thread::sched_setaffinity(None, &one);
-        PLACED_DIRS
+        Pinned { placement: self, dirs_left: PLACED_DIRS }
     }
+}
 
-    fn unpin(&self) {
-        let _ = rustix::thread::sched_setaffinity(None, &self.allowed);
+/// A worker's stay on its CPU: the thread is set free when this is dropped.
+struct Pinned<'a> {
+    placement: &'a Placement,
+    dirs_left: u32,
+}
+
+impl Pinned<'_> {
+    /// Count a directory read; true when the stay is over.
+    fn read_one(&mut self) -> bool {
+        self.dirs_left -= 1;
+        self.dirs_left == 0
+    }
+}
+
+impl Drop for Pinned<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::thread::sched_setaffinity(None, &self.placement.allowed);
     }
 }
 
@@ -359,11 +367,13 @@ mod tests {
             assert_eq!(cpus, 1, "one worker per CPU gets placed");
             return;
         };
-        assert_eq!(placement.pin(1), PLACED_DIRS);
-        let pinned = rustix::thread::sched_getaffinity(None).unwrap();
-        assert_eq!(pinned.count(), 1);
-        assert!(pinned.is_set(placement.cpus[1]));
-        placement.unpin();
+        let mut pinned = placement.pin(1);
+        let set = rustix::thread::sched_getaffinity(None).unwrap();
+        assert_eq!(set.count(), 1);
+        assert!(set.is_set(placement.cpus[1]));
+        assert!(!(1..PLACED_DIRS).any(|_| pinned.read_one()));
+        assert!(pinned.read_one(), "set free after PLACED_DIRS directories");
+        drop(pinned);
         assert_eq!(rustix::thread::sched_getaffinity(None).unwrap(), before);
     }
 }
