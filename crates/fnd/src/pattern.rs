@@ -72,8 +72,15 @@ pub fn to_regex(pattern: &str, syntax: Syntax) -> Result<String, String> {
 }
 
 fn parse(pattern: &str) -> Option<Hir> {
+    parse_with(pattern, false, false)
+}
+
+/// The pattern as the regex crate reads it (on bytes) with these flags.
+fn parse_with(pattern: &str, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Hir> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
+        .case_insensitive(case_insensitive)
+        .dot_matches_new_line(dot_matches_new_line)
         .build()
         .parse(pattern)
         .ok()
@@ -208,13 +215,7 @@ impl Endings {
     fn of<'a>(sources: impl IntoIterator<Item = &'a str>, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Endings> {
         let mut endings = Vec::new();
         for source in sources {
-            let hir = regex_syntax::ParserBuilder::new()
-                .utf8(false)
-                .case_insensitive(case_insensitive)
-                .dot_matches_new_line(dot_matches_new_line)
-                .build()
-                .parse(source)
-                .ok()?;
+            let hir = parse_with(source, case_insensitive, dot_matches_new_line)?;
             if !hir.properties().look_set_suffix().contains(Look::End) {
                 return None;
             }
