@@ -360,7 +360,7 @@ mod tests {
     #[test]
     fn a_placed_worker_is_pinned_then_set_free() {
         let before = rustix::thread::sched_getaffinity(None).unwrap();
-        let cpus = (0..CpuSet::MAX_CPU).filter(|&c| before.is_set(c)).count();
+        let cpus = before.count() as usize;
         assert!(Placement::new(1).is_none(), "one worker is never pinned");
         assert!(Placement::new(cpus + 1).is_none(), "more workers than CPUs are not pinned");
         let Some(placement) = Placement::new(cpus) else {

@@ -71,14 +71,14 @@ pub enum IoUring {
     Always,
 }
 
-#[cfg(feature = "io-uring")]
 /// Submission queue entries per ring. A statx runs on one of the kernel's
 /// bounded io-wq threads, of which a ring gets at most four per CPU: a
 /// deeper queue only waits in line.
+#[cfg(feature = "io-uring")]
 const RING_ENTRIES: u32 = 64;
 
-#[cfg(feature = "io-uring")]
 /// Whether this process may use io_uring statx at all: probed once.
+#[cfg(feature = "io-uring")]
 fn supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
     *SUPPORTED.get_or_init(|| {
@@ -117,8 +117,8 @@ pub(crate) struct BulkStat {
     results: Vec<i32>,
 }
 
-#[cfg(feature = "io-uring")]
 /// A result no completion carries (they are 0 or a negated errno).
+#[cfg(feature = "io-uring")]
 const PENDING: i32 = i32::MIN;
 
 impl BulkStat {
@@ -149,8 +149,8 @@ impl BulkStat {
     ) {
         out.clear();
         #[cfg(feature = "io-uring")]
-        if self.wants_ring() && matches!(self.state, State::Ready(_)) {
-            return self.stat_through_ring(dir, follow, names, out);
+        if self.wants_ring() && self.stat_through_ring(dir, follow, names.clone(), out) {
+            return;
         }
         self.probe.start();
         out.extend(names.map(|name| crate::meta::stat_entry(dir, name, follow)));
@@ -161,16 +161,16 @@ impl BulkStat {
         }
     }
 
+    /// `stat_all` through the ring; false, with nothing done, without one.
     #[cfg(feature = "io-uring")]
-    /// `stat_all` through the ring.
     fn stat_through_ring<'a>(
         &mut self,
         dir: BorrowedFd<'_>,
         follow: bool,
         names: impl Iterator<Item = &'a [u8]> + Clone,
         out: &mut Vec<Option<Metadata>>,
-    ) {
-        let State::Ready(ring) = &mut self.state else { return };
+    ) -> bool {
+        let State::Ready(ring) = &mut self.state else { return false };
         let ring_ok = submit_all(
             ring,
             dir,
@@ -196,10 +196,11 @@ impl BulkStat {
         if !ring_ok {
             self.give_up();
         }
+        true
     }
 
-    #[cfg(feature = "io-uring")]
     /// Whether this chunk should use the ring (made on first use).
+    #[cfg(feature = "io-uring")]
     fn wants_ring(&mut self) -> bool {
         if self.mode != IoUring::Always {
             return false;
@@ -213,9 +214,9 @@ impl BulkStat {
         true
     }
 
-    #[cfg(feature = "io-uring")]
     /// The ring failed with requests perhaps still in flight: drop it, and
     /// leave it the buffers those requests may still write into.
+    #[cfg(feature = "io-uring")]
     fn give_up(&mut self) {
         self.state = State::Off;
         self.mode = IoUring::Never;
@@ -236,11 +237,11 @@ fn new_ring() -> Option<Ring> {
         .ok()
 }
 
-#[cfg(feature = "io-uring")]
 /// Submit a statx for every name and wait for all of them; `results` gets
 /// each one's result (`PENDING` for those never submitted). False when the
 /// ring itself failed: it must not be used again, nor the buffers reused
 /// unless nothing was left in flight (the caller then leaks them).
+#[cfg(feature = "io-uring")]
 fn submit_all<'a>(
     ring: &mut Ring,
     dir: BorrowedFd<'_>,
@@ -314,12 +315,12 @@ fn submit_all<'a>(
     true
 }
 
-#[cfg(feature = "io-uring")]
 /// Submissions refused in a row before the ring is given up.
+#[cfg(feature = "io-uring")]
 const MAX_REFUSALS: u32 = 1000;
 
-#[cfg(feature = "io-uring")]
 /// Entries pushed but not yet taken by the kernel.
+#[cfg(feature = "io-uring")]
 fn pending_in_sq(ring: &mut Ring) -> usize {
     ring.submission().len()
 }
