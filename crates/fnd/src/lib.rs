@@ -20,6 +20,7 @@ pub mod listing;
 pub mod paths;
 pub mod pattern;
 pub mod results;
+pub mod spelled;
 pub mod walk;
 
 use std::process::ExitCode;

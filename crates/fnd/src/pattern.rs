@@ -7,6 +7,7 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind, Literal, Look};
 
 use crate::cli::Cli;
+use crate::spelled::Spelled;
 
 /// How pattern text is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,10 +36,25 @@ impl Syntax {
 #[derive(Clone, Debug)]
 pub struct NameMatcher {
     /// All must match; empty patterns (which match everything) are left out.
-    patterns: Vec<(Regex, Option<Endings>)>,
-    extensions: Option<(RegexSet, Option<Endings>)>,
+    patterns: Vec<Pattern>,
+    /// One must match.
+    extensions: Option<Extensions>,
     /// With `-p`: the working directory, prepended to relative paths.
     pub full_path_base: Option<Vec<u8>>,
+}
+
+/// One pattern: spelled out when it can be, else a regex.
+#[derive(Clone, Debug)]
+enum Pattern {
+    Spelled(Spelled),
+    Regex(Regex, Option<Endings>),
+}
+
+/// The `-e` extensions, as patterns `.\.EXT$`.
+#[derive(Clone, Debug)]
+enum Extensions {
+    Spelled(Vec<Spelled>),
+    Regex(RegexSet, Option<Endings>),
 }
 
 /// A pattern with a `/` can never match a file name.
@@ -125,17 +141,22 @@ pub fn only_matches_hidden(pattern: &str) -> bool {
 }
 
 impl NameMatcher {
-    /// Compile the patterns (regex sources) and extensions.
+    /// Compile the patterns (regex sources) and extensions; those that
+    /// only spell characters are matched without a regex.
     pub fn new(
         sources: &[String],
         case_sensitive: bool,
         extensions: &[String],
         full_path_base: Option<Vec<u8>>,
     ) -> Result<Self, String> {
+        let names = full_path_base.is_none();
         let patterns = sources
             .iter()
             .filter(|s| !s.is_empty())
             .map(|s| {
+                if let Some(spelled) = parse_with(s, !case_sensitive, true).and_then(|hir| Spelled::of(&hir, names)) {
+                    return Ok(Pattern::Spelled(spelled));
+                }
                 let regex = RegexBuilder::new(s).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().map_err(|e| {
                     format!(
                         "{e}\n\nNote: You can search for literal substrings with '--fixed-strings' or literal strings \
@@ -143,7 +164,7 @@ impl NameMatcher {
                          the '--glob' option to match on a glob pattern."
                     )
                 })?;
-                Ok((regex, Endings::of([s.as_str()], !case_sensitive, true)))
+                Ok(Pattern::Regex(regex, Endings::of([s.as_str()], !case_sensitive, true)))
             })
             .collect::<Result<Vec<_>, String>>()?;
         let extensions = if extensions.is_empty() {
@@ -153,8 +174,15 @@ impl NameMatcher {
                 .iter()
                 .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
                 .collect();
-            let set = RegexSetBuilder::new(&sources).case_insensitive(true).build().map_err(|e| e.to_string())?;
-            Some((set, Endings::of(sources.iter().map(String::as_str), true, false)))
+            let spelled: Option<Vec<Spelled>> =
+                sources.iter().map(|s| parse_with(s, true, false).and_then(|hir| Spelled::of(&hir, true))).collect();
+            Some(match spelled {
+                Some(spelled) => Extensions::Spelled(spelled),
+                None => {
+                    let set = RegexSetBuilder::new(&sources).case_insensitive(true).build().map_err(|e| e.to_string())?;
+                    Extensions::Regex(set, Endings::of(sources.iter().map(String::as_str), true, false))
+                }
+            })
         };
         Ok(NameMatcher {
             patterns,
@@ -179,12 +207,13 @@ impl NameMatcher {
                 }
                 None => name,
             };
-            if !self.patterns.iter().all(|(regex, endings)| matches_one(regex, endings.as_ref(), subject)) {
+            if !self.patterns.iter().all(|pattern| pattern.is_match(subject)) {
                 return false;
             }
         }
-        self.extensions.as_ref().is_none_or(|(set, endings)| {
-            endings.as_ref().is_none_or(|e| e.admit(name)) && set.is_match(name)
+        self.extensions.as_ref().is_none_or(|extensions| match extensions {
+            Extensions::Spelled(spelled) => spelled.iter().any(|s| s.is_match(name)),
+            Extensions::Regex(set, endings) => endings.as_ref().is_none_or(|e| e.admit(name)) && set.is_match(name),
         })
     }
 }
@@ -203,7 +232,7 @@ struct Endings {
     /// The bytes an ending ends with, in either ASCII case: most names
     /// are turned down by their last byte alone (comparing whole endings
     /// first took 14% of a search's user time).
-    last_bytes: [bool; 256],
+    last_bytes: Box<[bool; 256]>,
 }
 
 /// More endings than this cost more to compare than the regex saves.
@@ -243,7 +272,7 @@ impl Endings {
         if endings.is_empty() {
             return None;
         }
-        let mut last_bytes = [false; 256];
+        let mut last_bytes = Box::new([false; 256]);
         for &b in endings.iter().filter_map(|e| e.last()) {
             last_bytes[usize::from(b)] = true;
             last_bytes[usize::from(b.to_ascii_uppercase())] = true;
@@ -259,14 +288,14 @@ impl Endings {
     }
 }
 
-/// `.` (the pattern of `fnd -u .`) matches any name holding one whole
-/// character, so a name with an ASCII byte is settled without the regex;
-/// skipping it saved ~3% of a parallel listing, where threads also contend
-/// for the regex's shared cache. Names of only non-ASCII bytes still go to
-/// the regex, which decides for invalid UTF-8 as before.
-fn matches_one(regex: &Regex, endings: Option<&Endings>, subject: &[u8]) -> bool {
-    (regex.as_str() == "." && subject.iter().any(u8::is_ascii))
-        || (endings.is_none_or(|e| e.admit(subject)) && regex.is_match(subject))
+impl Pattern {
+    #[inline]
+    fn is_match(&self, subject: &[u8]) -> bool {
+        match self {
+            Pattern::Spelled(spelled) => spelled.is_match(subject),
+            Pattern::Regex(regex, endings) => endings.as_ref().is_none_or(|e| e.admit(subject)) && regex.is_match(subject),
+        }
+    }
 }
 
 /// `cwd/path` for a relative path (without its leading `./`), the path itself when absolute.
@@ -302,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn any_character_shortcut_agrees_with_the_regex() {
+    fn any_character_agrees_with_the_regex() {
         let m = NameMatcher::new(&[".".to_string()], true, &[], None).unwrap();
         let any = Regex::new("(?s).").unwrap();
         let mut scratch = Vec::new();
@@ -368,19 +397,23 @@ mod tests {
             b"main.rs", b"a1.rs", b"A1.RS", b"x.r\xc5\xbf", b"9.R\xc5\xbf", b"rs", b".rs", b"\n.rs", b"a.rs.bak",
             b"\xff.rs", b"\xe2\x84\xaa", b"k", b"a.tar.gz", b"a.TAR.GZ",
         ];
+        // Through the regex path, which spelled patterns would bypass.
         for pattern in [r"[0-9]\.rs$", r"\.rs$", r"s$", r"k$", r"(rs|gz)$", r"^a.*\.gz$"] {
             for case_sensitive in [true, false] {
-                let m = NameMatcher::new(&[pattern.to_string()], case_sensitive, &[], None).unwrap();
                 let regex = RegexBuilder::new(pattern).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().unwrap();
+                let m = Pattern::Regex(regex.clone(), Endings::of([pattern], !case_sensitive, true));
                 for name in names {
-                    assert_eq!(m.matches(b"", name, &mut Vec::new()), regex.is_match(name), "{pattern} {case_sensitive} {name:?}");
+                    assert_eq!(m.is_match(name), regex.is_match(name), "{pattern} {case_sensitive} {name:?}");
                 }
             }
         }
-        let m = NameMatcher::new(&[], false, &["rs".into(), "tar.gz".into(), "k".into()], None).unwrap();
-        let set = RegexSetBuilder::new([r".\.rs$", r".\.tar\.gz$", r".\.k$"]).case_insensitive(true).build().unwrap();
-        for name in names.iter().chain([&b"a.\xe2\x84\xaa"[..], b"a.K"].iter()) {
-            assert_eq!(m.matches(b"", name, &mut Vec::new()), set.is_match(name), "{name:?}");
+        let sources = [r".\.rs$", r".\.tar\.gz$", r".\.k$"];
+        let set = RegexSetBuilder::new(sources).case_insensitive(true).build().unwrap();
+        let endings = Endings::of(sources, true, false).unwrap();
+        let spelled = NameMatcher::new(&[], false, &["rs".into(), "tar.gz".into(), "k".into()], None).unwrap();
+        for name in names.iter().chain([&b"a.\xe2\x84\xaa"[..], b"a.K", b"a\n.rs"].iter()) {
+            assert_eq!(endings.admit(name) && set.is_match(name), set.is_match(name), "{name:?}");
+            assert_eq!(spelled.matches(b"", name, &mut Vec::new()), set.is_match(name), "{name:?}");
         }
     }
 }
