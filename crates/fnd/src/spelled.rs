@@ -90,7 +90,12 @@ impl Spelled {
             (true, true) => self.forward_from(subject, 0) == Some(subject.len()),
             (true, false) => self.forward_from(subject, 0).is_some(),
             (false, true) => self.backward_from(subject, subject.len()).is_some(),
-            (false, false) => (0..=subject.len()).any(|at| self.forward_from(subject, at).is_some()),
+            (false, false) => match self.pieces[..] {
+                // `.`, the pattern of `fnd .`: settled by one ASCII byte, in
+                // a listing's every name.
+                [Piece::AnyChar { newline }] if subject.iter().any(|&b| b.is_ascii() && (newline || b != b'\n')) => true,
+                _ => (0..=subject.len()).any(|at| self.forward_from(subject, at).is_some()),
+            },
         }
     }
 
