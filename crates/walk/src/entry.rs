@@ -51,6 +51,20 @@ impl FileType {
         }
     }
 
+    /// The type a directory record gives (`d_type`).
+    pub(crate) fn from_d_type(d_type: u8) -> Self {
+        match d_type {
+            libc::DT_REG => FileType::File,
+            libc::DT_DIR => FileType::Dir,
+            libc::DT_LNK => FileType::Symlink,
+            libc::DT_BLK => FileType::BlockDevice,
+            libc::DT_CHR => FileType::CharDevice,
+            libc::DT_FIFO => FileType::Fifo,
+            libc::DT_SOCK => FileType::Socket,
+            _ => FileType::Unknown,
+        }
+    }
+
     /// The type encoded in a `st_mode`.
     pub fn from_mode(mode: u32) -> Self {
         Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))

@@ -85,6 +85,7 @@
 //! descend) → a [`Visitor`] (yours, or the iterators' channel).
 
 mod dir;
+mod dirent;
 pub mod entry;
 pub mod error;
 pub mod filter;
@@ -93,6 +94,7 @@ pub mod ignore;
 mod hooks;
 mod iter;
 pub mod meta;
+mod mounts;
 mod read;
 mod schedule;
 mod split;

@@ -8,10 +8,11 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
 
-use rustix::fs::{AtFlags, RawDir};
+use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
 use crate::dir::{into_raw, Dir, Job};
+use crate::dirent::{DirStream, Record};
 use crate::split::{self, Part};
 use crate::entry::{Chunk, FileType};
 use crate::error::Error;
@@ -147,7 +148,7 @@ impl Reader {
             let probes = filter.probe_names();
             let mut present = Vec::new();
             if !probes.is_empty() {
-                self.listing.read(fd.as_fd(), &mut self.buf);
+                self.listing.read(fd.as_fd(), &mut self.buf, shared.short_read_ends);
                 listed = true;
                 present.extend(probes.iter().map(|p| self.listing.contains(p)));
             }
@@ -212,7 +213,7 @@ impl Reader {
         let chunk_size = if cfg.sort.is_some() { usize::MAX } else { cfg.chunk_size };
         let mut chunk = self.chunk_for(dir.clone());
         chunk.fd = raw_fd;
-        let mut source = if listed { Source::Listed(self.listing.replay()) } else { Source::Raw(RawDir::new(fd, &mut self.buf)) };
+        let mut source = if listed { Source::Listed(self.listing.replay()) } else { Source::Raw(DirStream::new(fd, &mut self.buf, shared.short_read_ends)) };
         // The position of the entry at hand: that of the one before it, as
         // `d_off` gives the position after each entry.
         let mut position = stretch.from;
@@ -419,21 +420,21 @@ struct Stretch<'s> {
 
 /// One entry as the directory listed it.
 enum Listed<'a> {
-    Raw(rustix::fs::RawDirEntry<'a>),
+    Raw(Record<'a>),
     Kept { name: &'a [u8], file_type: FileType, ino: u64 },
 }
 
 impl Listed<'_> {
     fn name(&self) -> &[u8] {
         match self {
-            Listed::Raw(e) => e.file_name().to_bytes(),
+            Listed::Raw(e) => e.name,
             Listed::Kept { name, .. } => name,
         }
     }
 
     fn file_type(&self) -> FileType {
         match self {
-            Listed::Raw(e) => FileType::from_rustix(e.file_type()),
+            Listed::Raw(e) => FileType::from_d_type(e.d_type),
             Listed::Kept { file_type, .. } => *file_type,
         }
     }
@@ -442,14 +443,14 @@ impl Listed<'_> {
     /// listing, which is never split.
     fn next_position(&self) -> u64 {
         match self {
-            Listed::Raw(e) => e.next_entry_cookie(),
+            Listed::Raw(e) => e.next_position,
             Listed::Kept { .. } => 0,
         }
     }
 
     fn ino(&self) -> u64 {
         match self {
-            Listed::Raw(e) => e.ino(),
+            Listed::Raw(e) => e.ino,
             Listed::Kept { ino, .. } => *ino,
         }
     }
@@ -466,18 +467,17 @@ struct Listing {
 }
 
 impl Listing {
-    fn read(&mut self, fd: std::os::fd::BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>]) {
+    fn read(&mut self, fd: std::os::fd::BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], short_read_ends: bool) {
         self.names.clear();
         self.items.clear();
         self.error = None;
-        let mut raw = RawDir::new(fd, buf);
+        let mut raw = DirStream::new(fd, buf, short_read_ends);
         while let Some(item) = raw.next() {
             match item {
                 Ok(e) => {
-                    let name = e.file_name().to_bytes();
                     let start = self.names.len() as u32;
-                    self.names.extend_from_slice(name);
-                    self.items.push((start, name.len() as u32, FileType::from_rustix(e.file_type()), e.ino()));
+                    self.names.extend_from_slice(e.name);
+                    self.items.push((start, e.name.len() as u32, FileType::from_d_type(e.d_type), e.ino));
                 }
                 Err(e) => {
                     self.error = Some(e);
@@ -503,7 +503,7 @@ struct Replay<'a> {
 
 /// Where a directory's entries come from: the kernel, or a listing read before.
 enum Source<'a> {
-    Raw(RawDir<'a, std::os::fd::BorrowedFd<'a>>),
+    Raw(DirStream<'a>),
     Listed(Replay<'a>),
 }
 

@@ -813,6 +813,8 @@ pub(crate) struct Shared {
     pub(crate) roots: Vec<Vec<u8>>,
     stop: Arc<AtomicBool>,
     fd_budget: usize,
+    /// A short `getdents64` read is a directory's last (see `mounts`).
+    pub(crate) short_read_ends: bool,
 }
 
 impl Shared {
@@ -834,6 +836,7 @@ impl Shared {
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
+            short_read_ends: crate::mounts::short_read_ends(&b.roots, b.cfg.follow_links),
         }
     }
 

@@ -1,0 +1,116 @@
+//! Which file systems a walk can meet, and whether a short directory read
+//! is the last one on all of them.
+//!
+//! `getdents64` on ext2/3/4, XFS, Btrfs and tmpfs hands out records until the
+//! buffer is full or the directory ends, so a read that leaves room for one
+//! more record was the last. FUSE, NFS, CIFS and others may return less at
+//! any time. A walk skips the read that would return 0 only when every file
+//! system mounted at or under its roots (and the one holding each root) is
+//! of the first kind; with links followed, that is every mount there is.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+/// File systems whose `readdir` fills the buffer as far as the directory goes.
+const FILLING: &[&[u8]] = &[b"ext2", b"ext3", b"ext4", b"xfs", b"btrfs", b"tmpfs"];
+
+/// Is a short `getdents64` read the last one everywhere a walk from `roots`
+/// can go? False whenever that cannot be told.
+pub(crate) fn short_read_ends(roots: &[PathBuf], follow_links: bool) -> bool {
+    // Sized up front: the file reports no size, and std's read would
+    // start at 32 bytes and grow, one system call each time.
+    let mut mountinfo = Vec::with_capacity(16 * 1024);
+    let read = std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_end(&mut mountinfo));
+    if read.is_err() {
+        return false;
+    }
+    let Some(mounts) = parse(&mountinfo) else {
+        return false;
+    };
+    let canonical = |root: &PathBuf| if follow_links { Some(PathBuf::from("/")) } else { root.canonicalize().ok() };
+    roots.iter().all(|root| canonical(root).is_some_and(|root| all_filling(&mounts, &root)))
+}
+
+/// Mount points with their file system types, or `None` for a line that
+/// does not read as `/proc/self/mountinfo` says.
+fn parse(mountinfo: &[u8]) -> Option<Vec<(PathBuf, &[u8])>> {
+    mountinfo
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| {
+            let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            let mount_point = fields.get(4)?;
+            let separator = fields.iter().position(|&f| f == b"-")?;
+            let fs_type = fields.get(separator + 1)?;
+            Some((PathBuf::from(OsString::from_vec(unescape(mount_point))), *fs_type))
+        })
+        .collect()
+}
+
+/// A mount point as written in mountinfo: space, tab, newline and backslash
+/// as octal escapes (`\040`).
+fn unescape(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field.get(i + 1..i + 4).filter(|d| field[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        match octal {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(field[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Is every mount that holds `root`, or lies within it, of a filling type?
+/// Mounts a later one hides count too, which only errs on the safe side.
+fn all_filling(mounts: &[(PathBuf, &[u8])], root: &Path) -> bool {
+    mounts
+        .iter()
+        .filter(|(mount_point, _)| root.starts_with(mount_point) || mount_point.starts_with(root))
+        .all(|(_, fs_type)| FILLING.contains(fs_type))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &[u8] = b"22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+        27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n\
+        30 27 0:30 / /home/u/fuse\\040dir rw - fuse.sshfs host: rw\n\
+        31 27 0:31 / /tmp rw shared:5 - tmpfs tmpfs rw\n";
+
+    #[test]
+    fn mountinfo_reads_as_mount_points_and_types() {
+        let mounts = parse(MOUNTINFO).unwrap();
+        assert_eq!(mounts[2], (PathBuf::from("/home/u/fuse dir"), &b"fuse.sshfs"[..]));
+        assert_eq!(mounts[3], (PathBuf::from("/tmp"), &b"tmpfs"[..]));
+        assert!(parse(b"garbage\n").is_none());
+    }
+
+    #[test]
+    fn every_file_system_in_reach_must_fill() {
+        let mounts = parse(MOUNTINFO).unwrap();
+        assert!(all_filling(&mounts, Path::new("/data/src")));
+        assert!(all_filling(&mounts, Path::new("/tmp/x")));
+        assert!(all_filling(&mounts, Path::new("/home/u/fuse")), "a name that only starts like the mount");
+        assert!(!all_filling(&mounts, Path::new("/home/u")), "holds a FUSE mount");
+        assert!(!all_filling(&mounts, Path::new("/home/u/fuse dir/a")), "on a FUSE mount");
+        assert!(!all_filling(&mounts, Path::new("/")), "holds /proc");
+    }
+
+    #[test]
+    fn this_machine_answers_without_failing() {
+        let here = std::env::temp_dir();
+        let _ = short_read_ends(std::slice::from_ref(&here), false);
+        assert!(!short_read_ends(&[here.join("does-not-exist")], false));
+    }
+}
