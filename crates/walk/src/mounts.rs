@@ -18,7 +18,7 @@ const FILLING: &[&[u8]] = &[b"ext2", b"ext3", b"ext4", b"xfs", b"btrfs", b"tmpfs
 
 /// Is a short `getdents64` read the last one everywhere a walk from `roots`
 /// can go? False whenever that cannot be told.
-pub(crate) fn short_read_ends(roots: &[PathBuf], follow_links: bool) -> bool {
+pub(crate) fn short_read_ends<'a>(roots: impl IntoIterator<Item = &'a Path>, follow_links: bool) -> bool {
     // Sized up front: the file reports no size, and std's read would
     // start at 32 bytes and grow, one system call each time.
     let mut mountinfo = Vec::with_capacity(16 * 1024);
@@ -29,8 +29,8 @@ pub(crate) fn short_read_ends(roots: &[PathBuf], follow_links: bool) -> bool {
     let Some(mounts) = parse(&mountinfo) else {
         return false;
     };
-    let canonical = |root: &PathBuf| if follow_links { Some(PathBuf::from("/")) } else { root.canonicalize().ok() };
-    roots.iter().all(|root| canonical(root).is_some_and(|root| all_filling(&mounts, &root)))
+    let canonical = |root: &Path| if follow_links { Some(PathBuf::from("/")) } else { root.canonicalize().ok() };
+    roots.into_iter().all(|root| canonical(root).is_some_and(|root| all_filling(&mounts, &root)))
 }
 
 /// Mount points with their file system types, or `None` for a line that
@@ -110,7 +110,7 @@ mod tests {
     #[test]
     fn this_machine_answers_without_failing() {
         let here = std::env::temp_dir();
-        let _ = short_read_ends(std::slice::from_ref(&here), false);
-        assert!(!short_read_ends(&[here.join("does-not-exist")], false));
+        let _ = short_read_ends([here.as_path()], false);
+        assert!(!short_read_ends([here.join("does-not-exist").as_path()], false));
     }
 }

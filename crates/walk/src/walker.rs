@@ -1,5 +1,6 @@
 //! Walk configuration and the entry point that runs a walk with a visitor.
 
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -813,8 +814,8 @@ pub(crate) struct Shared {
     pub(crate) roots: Vec<Vec<u8>>,
     stop: Arc<AtomicBool>,
     fd_budget: usize,
-    /// A short `getdents64` read is a directory's last (see `mounts`).
-    pub(crate) short_read_ends: bool,
+    /// Whether a short `getdents64` read is a directory's last (see `mounts`).
+    short_read_ends: std::sync::OnceLock<bool>,
 }
 
 impl Shared {
@@ -836,8 +837,21 @@ impl Shared {
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
-            short_read_ends: crate::mounts::short_read_ends(&b.roots, b.cfg.follow_links),
+            short_read_ends: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether a short `getdents64` read is a directory's last, found out
+    /// on the first call (see `mounts`).
+    pub(crate) fn short_read_ends(&self) -> bool {
+        *self.short_read_ends.get_or_init(|| {
+            let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
+            crate::mounts::short_read_ends(roots, self.cfg.follow_links)
+        })
+    }
+
+    pub(crate) fn short_read_ends_if_known(&self) -> Option<bool> {
+        self.short_read_ends.get().copied()
     }
 
     pub(crate) fn stopped(&self) -> bool {
