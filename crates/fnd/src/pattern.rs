@@ -92,7 +92,7 @@ fn parse(pattern: &str) -> Option<Hir> {
 }
 
 /// The pattern as the regex crate reads it (on bytes) with these flags.
-fn parse_with(pattern: &str, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Hir> {
+pub(crate) fn parse_with(pattern: &str, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Hir> {
     regex_syntax::ParserBuilder::new()
         .utf8(false)
         .case_insensitive(case_insensitive)

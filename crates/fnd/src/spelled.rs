@@ -229,7 +229,7 @@ fn utf8_len(lead: u8, newline: bool) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pattern::{to_regex, Syntax};
+    use crate::pattern::{parse_with, to_regex, Syntax};
     use regex::bytes::RegexBuilder;
 
     fn hir(pattern: &str, case_insensitive: bool) -> Hir {
@@ -237,13 +237,7 @@ mod tests {
     }
 
     fn hir_with(pattern: &str, case_insensitive: bool, dot_matches_new_line: bool) -> Hir {
-        regex_syntax::ParserBuilder::new()
-            .utf8(false)
-            .case_insensitive(case_insensitive)
-            .dot_matches_new_line(dot_matches_new_line)
-            .build()
-            .parse(pattern)
-            .unwrap()
+        parse_with(pattern, case_insensitive, dot_matches_new_line).unwrap()
     }
 
     const NAMES: &[&[u8]] = &[
