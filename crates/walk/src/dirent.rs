@@ -19,10 +19,6 @@ use rustix::io::Errno;
 /// NUL, rounded up to 8.
 const MAX_RECORD: usize = 280;
 
-extern "C" {
-    fn getdents64(fd: libc::c_int, buf: *mut libc::c_void, len: libc::size_t) -> libc::ssize_t;
-}
-
 /// The records of one directory, read from where its descriptor stands.
 pub(crate) struct DirStream<'a> {
     fd: BorrowedFd<'a>,
@@ -76,12 +72,13 @@ impl<'a> DirStream<'a> {
                 }
             }
         }
+        let left = self.filled - self.at;
         // SAFETY: the kernel wrote whole records into the first `filled`
         // bytes, each naming its length, with a NUL-terminated name.
         unsafe {
             let record = self.buf.as_ptr().add(self.at).cast::<u8>();
-            let reclen = usize::from(record.add(16).cast::<u16>().read_unaligned());
-            if reclen < 20 || reclen > self.filled - self.at {
+            let reclen = if left >= 20 { usize::from(record.add(16).cast::<u16>().read_unaligned()) } else { 0 };
+            if reclen < 20 || reclen > left {
                 // Never from a sound kernel; stop rather than loop or overrun.
                 self.at = self.filled;
                 self.last_read = true;
@@ -101,7 +98,10 @@ impl<'a> DirStream<'a> {
     fn fill(&mut self) -> Result<usize, Errno> {
         loop {
             // SAFETY: the kernel writes at most `len` bytes into the buffer.
-            let n = unsafe { getdents64(self.fd.as_raw_fd(), self.buf.as_mut_ptr().cast(), self.buf.len()) };
+            // (A raw system call: glibc's own wrapper is not in every libc.)
+            let n = unsafe {
+                libc::syscall(libc::SYS_getdents64, self.fd.as_raw_fd(), self.buf.as_mut_ptr(), self.buf.len())
+            };
             if n >= 0 {
                 return Ok(n as usize);
             }
