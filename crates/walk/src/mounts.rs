@@ -42,7 +42,8 @@ fn parse(mountinfo: &[u8]) -> Option<Vec<(PathBuf, &[u8])>> {
         .map(|line| {
             let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
             let mount_point = fields.get(4)?;
-            let separator = fields.iter().position(|&f| f == b"-")?;
+            // Six fixed fields, optional tagged ones, then `-` and the type.
+            let separator = 6 + fields.get(6..)?.iter().position(|&f| f == b"-")?;
             let fs_type = fields.get(separator + 1)?;
             Some((PathBuf::from(OsString::from_vec(unescape(mount_point))), *fs_type))
         })
