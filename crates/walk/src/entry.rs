@@ -51,18 +51,11 @@ impl FileType {
         }
     }
 
-    /// The type a directory record gives (`d_type`).
+    /// The type a directory record gives (`d_type`): its value is the
+    /// `st_mode` type bits shifted down by 12 (C's `DTTOIF`), `DT_UNKNOWN`
+    /// included (0, which no mode type has).
     pub(crate) fn from_d_type(d_type: u8) -> Self {
-        match d_type {
-            libc::DT_REG => FileType::File,
-            libc::DT_DIR => FileType::Dir,
-            libc::DT_LNK => FileType::Symlink,
-            libc::DT_BLK => FileType::BlockDevice,
-            libc::DT_CHR => FileType::CharDevice,
-            libc::DT_FIFO => FileType::Fifo,
-            libc::DT_SOCK => FileType::Socket,
-            _ => FileType::Unknown,
-        }
+        Self::from_mode(u32::from(d_type) << 12)
     }
 
     /// The type encoded in a `st_mode`.
@@ -531,6 +524,28 @@ impl Entry {
         match self.metadata {
             Some(m) => Ok(m),
             None => crate::meta::stat_path(&self.path, false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FileType;
+
+    #[test]
+    fn record_types_read_as_mode_types() {
+        let types = [
+            (libc::DT_REG, FileType::File),
+            (libc::DT_DIR, FileType::Dir),
+            (libc::DT_LNK, FileType::Symlink),
+            (libc::DT_BLK, FileType::BlockDevice),
+            (libc::DT_CHR, FileType::CharDevice),
+            (libc::DT_FIFO, FileType::Fifo),
+            (libc::DT_SOCK, FileType::Socket),
+            (libc::DT_UNKNOWN, FileType::Unknown),
+        ];
+        for (d_type, file_type) in types {
+            assert_eq!(FileType::from_d_type(d_type), file_type, "{d_type}");
         }
     }
 }
