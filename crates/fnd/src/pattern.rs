@@ -154,7 +154,8 @@ impl NameMatcher {
             .iter()
             .filter(|s| !s.is_empty())
             .map(|s| {
-                if let Some(spelled) = parse_with(s, !case_sensitive, true).and_then(|hir| Spelled::of(&hir, names)) {
+                let hir = parse_with(s, !case_sensitive, true);
+                if let Some(spelled) = hir.as_ref().and_then(|hir| Spelled::of(hir, names)) {
                     return Ok(Pattern::Spelled(spelled));
                 }
                 let regex = RegexBuilder::new(s).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().map_err(|e| {
@@ -164,7 +165,7 @@ impl NameMatcher {
                          the '--glob' option to match on a glob pattern."
                     )
                 })?;
-                Ok(Pattern::Regex(regex, Endings::of([s.as_str()], !case_sensitive, true)))
+                Ok(Pattern::Regex(regex, hir.as_ref().and_then(|hir| Endings::of([hir]))))
             })
             .collect::<Result<Vec<_>, String>>()?;
         let extensions = if extensions.is_empty() {
@@ -174,13 +175,14 @@ impl NameMatcher {
                 .iter()
                 .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
                 .collect();
+            let hirs: Option<Vec<Hir>> = sources.iter().map(|s| parse_with(s, true, false)).collect();
             let spelled: Option<Vec<Spelled>> =
-                sources.iter().map(|s| parse_with(s, true, false).and_then(|hir| Spelled::of(&hir, true))).collect();
+                hirs.as_ref().and_then(|hirs| hirs.iter().map(|hir| Spelled::of(hir, true)).collect());
             Some(match spelled {
                 Some(spelled) => Extensions::Spelled(spelled),
                 None => {
                     let set = RegexSetBuilder::new(&sources).case_insensitive(true).build().map_err(|e| e.to_string())?;
-                    Extensions::Regex(set, Endings::of(sources.iter().map(String::as_str), true, false))
+                    Extensions::Regex(set, hirs.as_deref().and_then(Endings::of))
                 }
             })
         };
@@ -239,16 +241,16 @@ struct Endings {
 const MAX_ENDINGS: usize = 16;
 
 impl Endings {
-    /// The endings of all of `sources` (regexes built with these flags), if
-    /// each of them matches only at the end and has few enough endings.
-    fn of<'a>(sources: impl IntoIterator<Item = &'a str>, case_insensitive: bool, dot_matches_new_line: bool) -> Option<Endings> {
+    /// The endings of all of `hirs` (patterns as parsed with the regex's
+    /// flags), if each of them matches only at the end and has few enough
+    /// endings.
+    fn of<'a>(hirs: impl IntoIterator<Item = &'a Hir>) -> Option<Endings> {
         let mut endings = Vec::new();
-        for source in sources {
-            let hir = parse_with(source, case_insensitive, dot_matches_new_line)?;
+        for hir in hirs {
             if !hir.properties().look_set_suffix().contains(Look::End) {
                 return None;
             }
-            let seq = Extractor::new().kind(ExtractKind::Suffix).extract(&hir);
+            let seq = Extractor::new().kind(ExtractKind::Suffix).extract(hir);
             // An empty ending admits everything; no literal at all, nothing:
             // neither is worth a check.
             let literals = seq.literals().filter(|l| !l.is_empty() && l.iter().all(|l| !l.is_empty()))?;
@@ -375,20 +377,27 @@ mod tests {
         assert!(!m.matches(b"", b"txt", &mut s));
     }
 
+    /// The endings of these sources, parsed with these flags.
+    fn endings_of(sources: &[&str], case_insensitive: bool, dot_matches_new_line: bool) -> Option<Endings> {
+        let hirs: Vec<Hir> =
+            sources.iter().map(|s| parse_with(s, case_insensitive, dot_matches_new_line).unwrap()).collect();
+        Endings::of(&hirs)
+    }
+
     #[test]
     fn endings_are_found_only_for_patterns_anchored_at_the_end() {
-        assert!(Endings::of([r"[0-9]\.rs$"], false, true).is_some());
+        assert!(endings_of(&[r"[0-9]\.rs$"], false, true).is_some());
         // Case-insensitive: one ending per ASCII spelling, and `ſ` for `s`.
-        let e = Endings::of([r"[0-9]\.rs$"], true, true).unwrap();
+        let e = endings_of(&[r"[0-9]\.rs$"], true, true).unwrap();
         assert!(e.endings.contains(&b"7.rs".to_vec()) && e.endings.contains(&".r\u{17f}".as_bytes().to_vec()));
         // Too many to compare: cut down to the bytes they end with.
-        let e = Endings::of([r"[a-z][0-9]\.(rs|gz|py|go|js)$"], false, true).unwrap();
+        let e = endings_of(&[r"[a-z][0-9]\.(rs|gz|py|go|js)$"], false, true).unwrap();
         assert!(e.endings.len() <= MAX_ENDINGS && e.endings.contains(&b".rs".to_vec()), "{:?}", e.endings);
-        assert!(Endings::of([r".\.rs$", r".\.tar\.gz$"], true, false).is_some());
-        assert!(Endings::of([r"\.rs"], false, true).is_none());
-        assert!(Endings::of([r"a$|b"], false, true).is_none());
-        assert!(Endings::of([r"$"], false, true).is_none());
-        assert!(Endings::of([r"\w$"], false, true).is_none());
+        assert!(endings_of(&[r".\.rs$", r".\.tar\.gz$"], true, false).is_some());
+        assert!(endings_of(&[r"\.rs"], false, true).is_none());
+        assert!(endings_of(&[r"a$|b"], false, true).is_none());
+        assert!(endings_of(&[r"$"], false, true).is_none());
+        assert!(endings_of(&[r"\w$"], false, true).is_none());
     }
 
     #[test]
@@ -401,7 +410,7 @@ mod tests {
         for pattern in [r"[0-9]\.rs$", r"\.rs$", r"s$", r"k$", r"(rs|gz)$", r"^a.*\.gz$"] {
             for case_sensitive in [true, false] {
                 let regex = RegexBuilder::new(pattern).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().unwrap();
-                let m = Pattern::Regex(regex.clone(), Endings::of([pattern], !case_sensitive, true));
+                let m = Pattern::Regex(regex.clone(), endings_of(&[pattern], !case_sensitive, true));
                 for name in names {
                     assert_eq!(m.is_match(name), regex.is_match(name), "{pattern} {case_sensitive} {name:?}");
                 }
@@ -409,7 +418,7 @@ mod tests {
         }
         let sources = [r".\.rs$", r".\.tar\.gz$", r".\.k$"];
         let set = RegexSetBuilder::new(sources).case_insensitive(true).build().unwrap();
-        let endings = Endings::of(sources, true, false).unwrap();
+        let endings = endings_of(&sources, true, false).unwrap();
         let spelled = NameMatcher::new(&[], false, &["rs".into(), "tar.gz".into(), "k".into()], None).unwrap();
         for name in names.iter().chain([&b"a.\xe2\x84\xaa"[..], b"a.K", b"a\n.rs"].iter()) {
             assert_eq!(endings.admit(name) && set.is_match(name), set.is_match(name), "{name:?}");

@@ -46,7 +46,7 @@ impl Spelled {
     /// any run of bytes.
     pub fn of(hir: &Hir, names: bool) -> Option<Spelled> {
         let mut items = Vec::new();
-        flatten(hir, &mut items)?;
+        flatten(hir, &mut items);
         let mut spelled = Spelled { pieces: Vec::new(), at_start: false, at_end: false };
         let mut rest = &items[..];
         if let [first, tail @ ..] = rest {
@@ -117,15 +117,12 @@ impl Spelled {
 }
 
 /// The pattern's top-level row: concatenations and groups opened up.
-fn flatten<'a>(hir: &'a Hir, out: &mut Vec<&'a Hir>) -> Option<()> {
+fn flatten<'a>(hir: &'a Hir, out: &mut Vec<&'a Hir>) {
     match hir.kind() {
-        HirKind::Concat(hirs) => hirs.iter().try_for_each(|h| flatten(h, out)),
+        HirKind::Concat(hirs) => hirs.iter().for_each(|h| flatten(h, out)),
         HirKind::Capture(capture) => flatten(&capture.sub, out),
-        HirKind::Empty => Some(()),
-        _ => {
-            out.push(hir);
-            Some(())
-        }
+        HirKind::Empty => {}
+        _ => out.push(hir),
     }
 }
 
