@@ -65,8 +65,9 @@ pub(crate) struct Reader {
 }
 
 /// Short reads are trusted (see `mounts`) only once a reader has listed
-/// this many directories, or another reader found out: reading the mount table and resolving the roots took
-/// 60 µs, 2% of a search that stops at its first result.
+/// this many directories, or another reader found out: reading the mount
+/// table and resolving the roots took 60 µs, 2% of a search that stops at
+/// its first result.
 const TRUST_SHORT_READS_AFTER: usize = 64;
 
 impl Reader {
