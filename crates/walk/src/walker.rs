@@ -222,7 +222,7 @@ impl WalkBuilder {
     }
 
     /// Most directory reads of a parallel walk that may wait on the file
-    /// system at once (0 means the default, 16). The walk starts with
+    /// system at once (0 means the default, 64). The walk starts with
     /// [`threads`](Self::threads) workers and, only when it sees its reads
     /// block (a cold cache, a network or FUSE mount), adds workers up to this
     /// many: blocked threads cost no CPU, and each keeps one request in
