@@ -294,7 +294,7 @@ pub struct Cli {
     #[arg(short = 'j', long, value_name = "num", hide_short_help = true, value_parser = str::parse::<NonZeroUsize>)]
     pub threads: Option<NonZeroUsize>,
 
-    /// Most directory reads that may wait on the file system at once (default: 64). The walk
+    /// Most directory reads that may wait on the file system at once (default: 128). The walk
     /// starts with --threads workers and adds more only while its reads wait on I/O (a cold
     /// cache, a network or FUSE mount); 1 never adds any.
     #[arg(long, value_name = "num", hide_short_help = true, value_parser = str::parse::<NonZeroUsize>)]

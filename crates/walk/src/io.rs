@@ -32,10 +32,12 @@ use crate::dir::Job;
 /// Default most reads in flight when the walk finds itself waiting on I/O.
 /// Listing the cold src tree (caches dropped before each run, median of 9),
 /// a depth of 16 took 156 ms, 32 took 141, 64 took 119 and 128 took 116;
-/// on the million tree 64 took 0.83x the time of 16. `fdu -s`, busy with
-/// its stats on both CPUs, is the same at 16 to 128. A hot walk never
-/// grows, so the depth only costs a larger descriptor reserve.
-pub(crate) const AUTO_IO_DEPTH: usize = 64;
+/// on the cold million tree 64 took 0.83x the time of 16, and 128 0.92x
+/// the time of 64 (256: slower than 128). `fdu -s`, whose stats keep both
+/// CPUs busy, is the same at 16 to 128. A hot walk never grows, and added
+/// workers take their descriptors only when they start
+/// (`walker::reserve_worker_fds`), so a hot walk pays nothing for the depth.
+pub(crate) const AUTO_IO_DEPTH: usize = 128;
 
 /// Reads per measurement window, at least.
 const WINDOW_READS: u32 = 16;
@@ -171,10 +173,11 @@ impl Depth {
     }
 
     /// The walk waits on I/O: the deques of the workers to start now,
-    /// doubling the pool up to its depth (empty once it is there).
-    pub(crate) fn grow(&self) -> Vec<(usize, Worker<Job>)> {
+    /// doubling the pool up to its depth but adding at most `most` (empty
+    /// once it is there).
+    pub(crate) fn grow(&self, most: usize) -> Vec<(usize, Worker<Job>)> {
         let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-        let add = self.active().min(spares.len());
+        let add = self.active().min(spares.len()).min(most);
         let start = spares.len() - add;
         let added: Vec<_> = spares.drain(start..).rev().collect();
         self.active.fetch_add(added.len(), Ordering::AcqRel);
@@ -192,17 +195,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn grows_by_doubling_up_to_the_depth() {
+    fn grows_by_doubling_up_to_the_depth_and_the_limit() {
         let spares = (2..7).map(|i| (i, Worker::new_lifo())).collect();
         let depth = Depth::new(2, spares);
         assert!(depth.can_grow());
         let indices =
             |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
-        assert_eq!(indices(depth.grow()), [2, 3]);
+        assert_eq!(indices(depth.grow(usize::MAX)), [2, 3]);
         assert_eq!(depth.active(), 4);
-        assert_eq!(indices(depth.grow()), [4, 5, 6]);
+        assert_eq!(indices(depth.grow(1)), [4]);
+        assert_eq!(indices(depth.grow(usize::MAX)), [5, 6]);
         assert_eq!(depth.active(), 7);
-        assert!(depth.grow().is_empty());
+        assert!(depth.grow(usize::MAX).is_empty());
     }
 
     /// Whether a probe calls any window of `reads` such reads blocked.

@@ -202,10 +202,14 @@ fn add_io_workers<'scope, 'env, V, M>(
     V: Visitor + 'env,
     M: Fn() -> V + Sync,
 {
-    for (me, local) in pool.io.grow() {
+    let reserved = crate::walker::reserve_worker_fds(shared, pool.io.active());
+    let workers = pool.io.grow(reserved);
+    crate::walker::release_worker_fds(shared, reserved - workers.len());
+    for (me, local) in workers {
         scope.spawn(move || {
             let grow = || add_io_workers(scope, shared, pool, make, added);
             let visitor = work(shared, pool, local, me, make(), &grow);
+            crate::walker::release_worker_fds(shared, 1);
             added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
         });
     }

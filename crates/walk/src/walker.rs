@@ -222,7 +222,7 @@ impl WalkBuilder {
     }
 
     /// Most directory reads of a parallel walk that may wait on the file
-    /// system at once (0 means the default, 64). The walk starts with
+    /// system at once (0 means the default, 128). The walk starts with
     /// [`threads`](Self::threads) workers and, only when it sees its reads
     /// block (a cold cache, a network or FUSE mount), adds workers up to this
     /// many: blocked threads cost no CPU, and each keeps one request in
@@ -808,12 +808,44 @@ pub(crate) fn release_fd() {
     OPEN_FDS.fetch_sub(1, Ordering::AcqRel);
 }
 
+/// Descriptors one worker may hold at once: the directory it reads, two
+/// for an open by path, and one to spare.
+const FDS_PER_WORKER: usize = 4;
+
+/// Up to `wanted` workers are about to be added to a walk that waits on
+/// I/O: reserve their descriptors out of the budget the walk keeps
+/// directories open with, and return for how many workers it could. The
+/// budget only reserves for the CPU workers up front: at 4 per worker,
+/// a reserve for an I/O depth of 128 took half of a 1024-descriptor limit
+/// on every walk, and a hot `-1` search of the million tree that never
+/// adds a worker took 1.04x as long. A budget the caller set counts kept
+/// directories only, so added workers take nothing from it.
+pub(crate) fn reserve_worker_fds(shared: &Shared, wanted: usize) -> usize {
+    let per_worker = shared.fds_per_added_worker;
+    if per_worker == 0 {
+        return wanted;
+    }
+    let mut granted = 0;
+    let _ = OPEN_FDS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+        granted = (shared.fd_budget.saturating_sub(open) / per_worker).min(wanted);
+        Some(open + granted * per_worker)
+    });
+    granted
+}
+
+/// Workers reserved for have finished, or were not added.
+pub(crate) fn release_worker_fds(shared: &Shared, workers: usize) {
+    OPEN_FDS.fetch_sub(workers * shared.fds_per_added_worker, Ordering::AcqRel);
+}
+
 /// What every thread of one walk shares.
 pub(crate) struct Shared {
     pub(crate) cfg: Config,
     pub(crate) roots: Vec<Vec<u8>>,
     stop: Arc<AtomicBool>,
     fd_budget: usize,
+    /// Descriptors a worker added for I/O reserves out of `fd_budget`.
+    fds_per_added_worker: usize,
     /// Whether a short `getdents64` read is a directory's last (see `mounts`).
     short_read_ends: std::sync::OnceLock<bool>,
 }
@@ -825,9 +857,10 @@ impl Shared {
         let io_depth = if threads > 1 { crate::io::pool_size(threads, b.cfg.io_depth) } else { 1 };
         let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
             let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024) as usize;
-            // Each thread may hold a directory being read plus two for an
-            // open by path; stdio and the caller need a few more.
-            limit.saturating_sub(16 + 4 * io_depth).min(4096)
+            // Each CPU worker may hold a directory being read plus two for
+            // an open by path; stdio and the caller need a few more. Workers
+            // added for I/O reserve theirs when they start.
+            limit.saturating_sub(16 + FDS_PER_WORKER * threads).min(4096)
         });
         let ignore = b.cfg.ignore.clone().map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
         let filters = b.cfg.filter.iter().cloned().chain(ignore).chain(b.cfg.hooks.iter().cloned());
@@ -837,6 +870,7 @@ impl Shared {
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
+            fds_per_added_worker: if b.cfg.max_open_fds.is_some() { 0 } else { FDS_PER_WORKER },
             short_read_ends: std::sync::OnceLock::new(),
         }
     }
