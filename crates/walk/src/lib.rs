@@ -68,7 +68,9 @@
 //!
 //! What a walk holds does not grow with the number of entries:
 //!
-//! * per walking thread: a 64 KiB `getdents64` buffer, the chunk being
+//! * per walking thread (one per core, and up to
+//!   [`io_depth`](WalkBuilder::io_depth) once reads wait on I/O): a 64 KiB
+//!   `getdents64` buffer, the chunk being
 //!   filled (at most [`chunk_size`](WalkBuilder::chunk_size) entries, or the
 //!   whole directory with [`sort`](WalkBuilder::sort)), and the names of the
 //!   subdirectories of the directory being read;
