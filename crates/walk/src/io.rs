@@ -173,11 +173,13 @@ impl Depth {
     }
 
     /// The walk waits on I/O: the deques of the workers to start now,
-    /// doubling the pool up to its depth but adding at most `most` (empty
-    /// once it is there).
-    pub(crate) fn grow(&self, most: usize) -> Vec<(usize, Worker<Job>)> {
+    /// doubling the pool up to its depth (empty once it is there).
+    /// `reserve` is asked for that many workers and says how many it could
+    /// take (their descriptors); only those are started.
+    pub(crate) fn grow(&self, reserve: impl FnOnce(usize) -> usize) -> Vec<(usize, Worker<Job>)> {
         let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-        let add = self.active().min(spares.len()).min(most);
+        let wanted = self.active().min(spares.len());
+        let add = if wanted == 0 { 0 } else { reserve(wanted).min(wanted) };
         let start = spares.len() - add;
         let added: Vec<_> = spares.drain(start..).rev().collect();
         self.active.fetch_add(added.len(), Ordering::AcqRel);
@@ -201,12 +203,17 @@ mod tests {
         assert!(depth.can_grow());
         let indices =
             |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
-        assert_eq!(indices(depth.grow(usize::MAX)), [2, 3]);
+        let all = |n| n;
+        assert_eq!(indices(depth.grow(all)), [2, 3]);
         assert_eq!(depth.active(), 4);
-        assert_eq!(indices(depth.grow(1)), [4]);
-        assert_eq!(indices(depth.grow(usize::MAX)), [5, 6]);
+        let one = |n| {
+            assert_eq!(n, 3, "asks for no more than the spares");
+            1
+        };
+        assert_eq!(indices(depth.grow(one)), [4]);
+        assert_eq!(indices(depth.grow(all)), [5, 6]);
         assert_eq!(depth.active(), 7);
-        assert!(depth.grow(usize::MAX).is_empty());
+        assert!(depth.grow(|_| panic!("nothing left to reserve for")).is_empty());
     }
 
     /// Whether a probe calls any window of `reads` such reads blocked.

@@ -202,10 +202,7 @@ fn add_io_workers<'scope, 'env, V, M>(
     V: Visitor + 'env,
     M: Fn() -> V + Sync,
 {
-    let reserved = crate::walker::reserve_worker_fds(shared, pool.io.active());
-    let workers = pool.io.grow(reserved);
-    crate::walker::release_worker_fds(shared, reserved - workers.len());
-    for (me, local) in workers {
+    for (me, local) in pool.io.grow(|wanted| crate::walker::reserve_worker_fds(shared, wanted)) {
         scope.spawn(move || {
             let grow = || add_io_workers(scope, shared, pool, make, added);
             let visitor = work(shared, pool, local, me, make(), &grow);

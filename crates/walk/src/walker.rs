@@ -833,7 +833,7 @@ pub(crate) fn reserve_worker_fds(shared: &Shared, wanted: usize) -> usize {
     granted
 }
 
-/// Workers reserved for have finished, or were not added.
+/// Workers reserved for have finished.
 pub(crate) fn release_worker_fds(shared: &Shared, workers: usize) {
     OPEN_FDS.fetch_sub(workers * shared.fds_per_added_worker, Ordering::AcqRel);
 }
