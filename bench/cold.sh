@@ -84,7 +84,8 @@ listing_commands() { # the listing tools, run in the tree
     have bfs && cmds+=(-n bfs "bfs .")
     if have fd; then
         # fd's default (one thread per core), and more threads: -j32 was
-        # its best here (cold src: -j8 242 ms, -j16 187, -j32 151; in a second pass -j32 131, -j64 140).
+        # its best here (cold src: -j8 242 ms, -j16 187, -j32 151; in a
+        # second pass -j32 131, -j64 140).
         cmds+=(-n fd "fd -u" -n "fd -j8" "fd -u -j8" -n "fd -j32" "fd -u -j32")
     fi
     have find && cmds+=(-n find "find .")
