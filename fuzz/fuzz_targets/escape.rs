@@ -11,5 +11,8 @@ fuzz_target!(|name: &[u8]| {
     let mut out = Vec::new();
     escape::push_escaped(name, &mut out);
     let text = std::str::from_utf8(&out).expect("escaped output is UTF-8");
-    assert!(text.chars().all(|c| c == '\t' || !c.is_control()), "a control character got through: {text:?}");
+    assert!(
+        text.chars().all(|c| c == '\t' || !c.is_control()),
+        "a control character got through: {text:?}"
+    );
 });

@@ -20,8 +20,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, UNIX_EPOCH};
 
 use fuser::{
-    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, Request, FUSE_ROOT_ID,
+    FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, Request, FUSE_ROOT_ID,
 };
 
 /// How long the kernel may cache what it was told: nothing, so that every
@@ -164,12 +164,10 @@ impl Filesystem for SlowFs {
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        self.run(
-            move |s| match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
-                Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
-                Err(e) => reply.error(e),
-            },
-        );
+        self.run(move |s| match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
+            Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
+            Err(e) => reply.error(e),
+        });
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
@@ -190,14 +188,7 @@ impl Filesystem for SlowFs {
         });
     }
 
-    fn readdir(
-        &mut self,
-        _req: &Request<'_>,
-        _ino: u64,
-        fh: u64,
-        offset: i64,
-        mut reply: ReplyDirectory,
-    ) {
+    fn readdir(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, offset: i64, mut reply: ReplyDirectory) {
         self.run(move |s| {
             let listing = s.listings.lock().unwrap().get(&fh).cloned();
             s.wait();
@@ -213,14 +204,7 @@ impl Filesystem for SlowFs {
         });
     }
 
-    fn releasedir(
-        &mut self,
-        _req: &Request<'_>,
-        _ino: u64,
-        fh: u64,
-        _flags: i32,
-        reply: ReplyEmpty,
-    ) {
+    fn releasedir(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, _flags: i32, reply: ReplyEmpty) {
         self.state.listings.lock().unwrap().remove(&fh);
         reply.ok();
     }

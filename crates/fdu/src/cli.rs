@@ -177,7 +177,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
 
 /// An option as the user spelled it (du's messages name `-B` or `--block-size`).
 fn spelled(args: &[OsString], short: &'static str, long: &'static str) -> &'static str {
-    let long_used = args.iter().skip(1).take_while(|a| a.as_bytes() != b"--").any(|a| a.as_bytes().starts_with(long.as_bytes()));
+    let long_used = args
+        .iter()
+        .skip(1)
+        .take_while(|a| a.as_bytes() != b"--")
+        .any(|a| a.as_bytes().starts_with(long.as_bytes()));
     if long_used {
         long
     } else {
@@ -195,7 +199,11 @@ fn bad_size(option: &str, value: &str, why: BadSize) -> UsageError {
 
 fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
     let flag = |id: &str| m.get_flag(id);
-    let mut measure = if flag("apparent-size") { Measure::Apparent } else { Measure::Disk };
+    let mut measure = if flag("apparent-size") {
+        Measure::Apparent
+    } else {
+        Measure::Disk
+    };
     // Of the size-format options, the last one given wins (as in du).
     let mut size = SizeFormat::from_env();
     let mut formats: Vec<(usize, &str)> = ["block-size", "bytes", "human-readable", "k", "m", "si"]
@@ -246,7 +254,9 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
     }
     if summarize {
         if max_depth != usize::MAX && max_depth != 0 {
-            return Err(usage(format!("warning: summarizing conflicts with --max-depth={max_depth}")));
+            return Err(usage(format!(
+                "warning: summarizing conflicts with --max-depth={max_depth}"
+            )));
         }
         max_depth = 0;
     }
@@ -264,30 +274,24 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
                 "mtime" | "modification" => TimeKind::Modified,
                 "atime" | "access" | "use" => TimeKind::Accessed,
                 "ctime" | "status" => TimeKind::Changed,
-                w => {
-                    return Err(usage(format!(
-                        "invalid argument {} for '--time'",
-                        quote(w.as_bytes())
-                    )))
-                }
+                w => return Err(usage(format!("invalid argument {} for '--time'", quote(w.as_bytes())))),
             };
             let style = last(m, "time-style")
                 .cloned()
                 .or_else(|| std::env::var("TIME_STYLE").ok())
                 .unwrap_or_else(|| "long-iso".into());
-            let format = TimeFormat::parse(&style).map_err(|_| {
-                usage(format!(
-                    "invalid argument {} for 'time style'",
-                    quote(style.as_bytes())
-                ))
-            })?;
+            let format = TimeFormat::parse(&style)
+                .map_err(|_| usage(format!("invalid argument {} for 'time style'", quote(style.as_bytes()))))?;
             Some((kind, format))
         }
     };
-    let mut excludes: Vec<String> = m.get_many::<String>("exclude").map(|v| v.cloned().collect()).unwrap_or_default();
+    let mut excludes: Vec<String> = m
+        .get_many::<String>("exclude")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
     for file in m.get_many::<String>("exclude-from").into_iter().flatten() {
-        let text =
-            std::fs::read(file).map_err(|e| invalid(format!("{}: {}", quote(file.as_bytes()), crate::error_text(&e))))?;
+        let text = std::fs::read(file)
+            .map_err(|e| invalid(format!("{}: {}", quote(file.as_bytes()), crate::error_text(&e))))?;
         excludes.extend(
             text.split(|&b| b == b'\n')
                 .filter(|l| !l.is_empty())
@@ -363,11 +367,19 @@ fn parse_threshold(t: &str) -> Result<Threshold, BadSize> {
         None => (false, t),
     };
     if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
-        return if negative { Err(BadSize::Invalid) } else { Ok(Threshold::AtLeast(0)) };
+        return if negative {
+            Err(BadSize::Invalid)
+        } else {
+            Ok(Threshold::AtLeast(0))
+        };
     }
     let bytes = match SizeFormat::parse(digits)? {
         SizeFormat::Blocks { block, .. } => block,
         SizeFormat::Human { .. } => return Err(BadSize::Invalid),
     };
-    Ok(if negative { Threshold::AtMost(bytes) } else { Threshold::AtLeast(bytes) })
+    Ok(if negative {
+        Threshold::AtMost(bytes)
+    } else {
+        Threshold::AtLeast(bytes)
+    })
 }

@@ -22,7 +22,11 @@ impl SizeFormat {
                 }
             }
         }
-        let block = if std::env::var_os("POSIXLY_CORRECT").is_some() { 512 } else { 1024 };
+        let block = if std::env::var_os("POSIXLY_CORRECT").is_some() {
+            512
+        } else {
+            1024
+        };
         SizeFormat::Blocks {
             block,
             suffix: String::new(),
@@ -46,7 +50,11 @@ impl SizeFormat {
         }
         let digits = spec.bytes().take_while(u8::is_ascii_digit).count();
         let (number, unit) = spec.split_at(digits);
-        let count: u64 = if number.is_empty() { 1 } else { number.parse().map_err(|_| BadSize::TooLarge)? };
+        let count: u64 = if number.is_empty() {
+            1
+        } else {
+            number.parse().map_err(|_| BadSize::TooLarge)?
+        };
         let (scale, suffix) = parse_unit(unit)?;
         let block = count.checked_mul(scale).ok_or(BadSize::TooLarge)?;
         if block == 0 {
@@ -109,7 +117,9 @@ fn parse_unit(unit: &str) -> Result<(u64, String), BadSize> {
         "iB" => (1024, "iB"),
         _ => return Err(BadSize::Invalid),
     };
-    let scale = (0..power).try_fold(1u64, |acc, _| acc.checked_mul(base)).ok_or(BadSize::TooLarge)?;
+    let scale = (0..power)
+        .try_fold(1u64, |acc, _| acc.checked_mul(base))
+        .ok_or(BadSize::TooLarge)?;
     let shown = if base == 1000 && letter.eq_ignore_ascii_case(&'k') {
         'k'
     } else {
@@ -231,7 +241,10 @@ impl TimeFormat {
 /// A value quoted as coreutils' `quote` does in messages: ‘x’ in a UTF-8
 /// locale, 'x' otherwise.
 pub fn quote_value(value: &str) -> String {
-    let var = ["LC_ALL", "LC_CTYPE", "LANG"].iter().find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty())).unwrap_or_default();
+    let var = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+        .unwrap_or_default();
     let lower = var.to_ascii_lowercase();
     if lower.contains("utf-8") || lower.contains("utf8") {
         format!("\u{2018}{value}\u{2019}")

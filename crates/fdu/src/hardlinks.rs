@@ -34,7 +34,10 @@ pub struct Sighting {
 pub fn resolve(scan: &Scan, sightings: Vec<Sighting>) {
     // Orders are only known now: whether fts sorts a directory by inode
     // depends on how many entries it turned out to have.
-    let mut keyed: Vec<(Box<[u64]>, Sighting)> = sightings.into_iter().map(|s| (s.node.visit_order(s.position, s.ino), s)).collect();
+    let mut keyed: Vec<(Box<[u64]>, Sighting)> = sightings
+        .into_iter()
+        .map(|s| (s.node.visit_order(s.position, s.ino), s))
+        .collect();
     keyed.sort_unstable_by(|(ka, a), (kb, b)| (a.dev, a.ino, ka).cmp(&(b.dev, b.ino, kb)));
     let mut last = None;
     for (_, s) in &keyed {

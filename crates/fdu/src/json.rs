@@ -69,7 +69,10 @@ fn write_node(name: &[u8], root: &TreeNode, out: &mut Vec<u8>) {
 /// Parse what [`write`] wrote.
 pub fn read(text: &[u8]) -> Result<Vec<Root>, String> {
     let value: Value = serde_json::from_slice(text).map_err(|e| e.to_string())?;
-    let roots = value.get("roots").and_then(Value::as_array).ok_or("no \"roots\" array")?;
+    let roots = value
+        .get("roots")
+        .and_then(Value::as_array)
+        .ok_or("no \"roots\" array")?;
     roots
         .iter()
         .map(|v| {
@@ -80,9 +83,15 @@ pub fn read(text: &[u8]) -> Result<Vec<Root>, String> {
 }
 
 fn node(v: &Value) -> Result<(Vec<u8>, u64, TreeBuilder), String> {
-    let name: Vec<u8> = match (v.get("name").and_then(Value::as_str), v.get("name_bytes").and_then(Value::as_array)) {
+    let name: Vec<u8> = match (
+        v.get("name").and_then(Value::as_str),
+        v.get("name_bytes").and_then(Value::as_array),
+    ) {
         (Some(s), _) => s.as_bytes().to_vec(),
-        (None, Some(bytes)) => bytes.iter().map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or("bad name_bytes")).collect::<Result<_, _>>()?,
+        (None, Some(bytes)) => bytes
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()).ok_or("bad name_bytes"))
+            .collect::<Result<_, _>>()?,
         _ => return Err("an entry has no name".into()),
     };
     let amount = v.get("size").and_then(Value::as_u64).ok_or("an entry has no size")?;

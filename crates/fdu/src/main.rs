@@ -54,7 +54,12 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let text = e.to_string();
-            let first = text.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
+            let first = text
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ")
+                .to_string();
             usage_exit(UsageError {
                 message: first,
                 hint: true,
@@ -81,7 +86,10 @@ fn main() -> ExitCode {
     let ids: Vec<Option<(u64, u64)>> = metas.iter().map(|m| m.as_ref().ok().map(|m| (m.dev, m.ino))).collect();
     let scan: &'static Scan = match Scan::new(opts, &ids) {
         Ok(s) => Box::leak(Box::new(s)),
-        Err(e) => usage_exit(UsageError { message: e, hint: false }),
+        Err(e) => usage_exit(UsageError {
+            message: e,
+            hint: false,
+        }),
     };
     let ticker = if scan.opts.progress {
         progress::Ticker::start(&scan.progress)
@@ -152,7 +160,11 @@ fn operands(opts: &Options) -> (Vec<Vec<u8>>, bool) {
         std::fs::File::open(OsStr::from_bytes(from)).and_then(|mut f| f.read_to_end(&mut data))
     };
     if let Err(e) = read {
-        report(&format!("cannot open {} for reading: {}", format::quote(from), error_text(&e)));
+        report(&format!(
+            "cannot open {} for reading: {}",
+            format::quote(from),
+            error_text(&e)
+        ));
         std::process::exit(1);
     }
     let mut failed = false;

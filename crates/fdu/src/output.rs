@@ -31,10 +31,7 @@ impl Output {
     pub fn finish(&self) {
         self.0.flush();
         if let Some(errno) = self.0.writer().failure() {
-            crate::report(&format!(
-                "write error: {}",
-                crate::error_text(&errno.into())
-            ));
+            crate::report(&format!("write error: {}", crate::error_text(&errno.into())));
         }
     }
 }

@@ -21,7 +21,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder};
+use fnd_walk::{
+    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder,
+};
 
 use crate::cli::{Follow, Measure, Options, TimeKind};
 use crate::hardlinks::{self, Sighting};
@@ -91,7 +93,10 @@ pub struct Stamp {
 
 impl Stamp {
     /// Older than any time: what a directory's newest starts from.
-    pub const MIN: Stamp = Stamp { secs: i64::MIN, nsec: 0 };
+    pub const MIN: Stamp = Stamp {
+        secs: i64::MIN,
+        nsec: 0,
+    };
 }
 
 /// The newest of the times offered, from any thread.
@@ -199,9 +204,18 @@ impl Scan {
         };
         let stamp = match self.opts.time.as_ref().map(|t| t.0) {
             None => Stamp::default(),
-            Some(TimeKind::Modified) => Stamp { secs: m.mtime, nsec: m.mtime_nsec },
-            Some(TimeKind::Accessed) => Stamp { secs: m.atime, nsec: m.atime_nsec },
-            Some(TimeKind::Changed) => Stamp { secs: m.ctime, nsec: m.ctime_nsec },
+            Some(TimeKind::Modified) => Stamp {
+                secs: m.mtime,
+                nsec: m.mtime_nsec,
+            },
+            Some(TimeKind::Accessed) => Stamp {
+                secs: m.atime,
+                nsec: m.atime_nsec,
+            },
+            Some(TimeKind::Changed) => Stamp {
+                secs: m.ctime,
+                nsec: m.ctime_nsec,
+            },
         };
         Usage { amount, stamp }
     }
@@ -269,7 +283,10 @@ impl Scan {
 
     /// Count a multiply-linked inode once per run; false when already counted.
     pub fn first_link(&self, dev: u64, ino: u64) -> bool {
-        self.links_seen.lock().unwrap_or_else(|e| e.into_inner()).insert((dev, ino))
+        self.links_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((dev, ino))
     }
 
     fn add_grand_total(&self, usage: Usage) {
@@ -288,7 +305,11 @@ impl Scan {
 
     /// An operand that is not a directory (or a symlink not followed).
     pub fn scan_file(&self, path: &[u8], m: &Metadata) {
-        if !self.opts.count_links && (m.nlink > 1 || self.opts.follow == Follow::All) && !m.is_dir() && !self.first_link(m.dev, m.ino) {
+        if !self.opts.count_links
+            && (m.nlink > 1 || self.opts.follow == Follow::All)
+            && !m.is_dir()
+            && !self.first_link(m.dev, m.ino)
+        {
             return;
         }
         let usage = self.usage(m);
@@ -312,7 +333,10 @@ impl Scan {
         self.root_entered.store(false, Relaxed);
         self.inode_sort.store(inode_sort_may_be_useful(path), Relaxed);
         if self.opts.follow == Follow::All {
-            self.dirs_seen.lock().unwrap_or_else(|e| e.into_inner()).insert((m.dev, m.ino));
+            self.dirs_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((m.dev, m.ino));
         }
         let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
             .order(Order::Parallel)
@@ -348,7 +372,11 @@ impl Scan {
     /// leads nowhere, for which du gives no reason).
     pub fn cannot_access(&self, path: &[u8], err: Option<&std::io::Error>) {
         match err {
-            Some(err) => self.error(&format!("cannot access {}: {}", crate::format::quote(path), crate::error_text(err))),
+            Some(err) => self.error(&format!(
+                "cannot access {}: {}",
+                crate::format::quote(path),
+                crate::error_text(err)
+            )),
             None => self.error(&format!("cannot access {}", crate::format::quote(path))),
         }
     }
@@ -452,7 +480,8 @@ impl Node {
     /// except on NFS, CIFS and tmpfs (in batches of 100 000, which this
     /// does not model).
     fn inode_sorted(&self) -> bool {
-        self.scan.inode_sort.load(Relaxed) && (INODE_SORT_ABOVE + 1..=READDIR_BATCH).contains(&self.listed_all.load(Relaxed))
+        self.scan.inode_sort.load(Relaxed)
+            && (INODE_SORT_ABOVE + 1..=READDIR_BATCH).contains(&self.listed_all.load(Relaxed))
     }
 
     /// The order key of an entry of this directory (at `position` in the
@@ -479,9 +508,7 @@ impl Node {
             self.scan.out.write(&line);
         }
         if let Some(tree) = &self.tree {
-            tree.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .leaf(name, usage.amount);
+            tree.lock().unwrap_or_else(|e| e.into_inner()).leaf(name, usage.amount);
         }
     }
 
@@ -496,7 +523,10 @@ impl Node {
         let depth = self.depth as usize;
         let mut below = *self.below.get_mut();
         let mut newest = self.newest.get_mut();
-        let mut tree = self.tree.take().map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
+        let mut tree = self
+            .tree
+            .take()
+            .map(|t| t.into_inner().unwrap_or_else(|e| e.into_inner()));
         // This directory's file lines, when its reader let go of it last.
         let mut lines = HANDED_OVER.with_borrow_mut(std::mem::take);
         let subdirs = std::mem::take(&mut self.subdirs.get_mut().unwrap_or_else(|e| e.into_inner()).list);
@@ -543,14 +573,19 @@ impl Node {
                     parent.newest.offer(newest);
                 }
                 if let (Some(kids), Some(pt)) = (tree, &parent.tree) {
-                    pt.lock().unwrap_or_else(|e| e.into_inner()).dir(&name, total.amount, kids);
+                    pt.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .dir(&name, total.amount, kids);
                 }
                 Some(parent)
             }
             None => {
                 scan.add_grand_total(total);
                 if let Some(kids) = tree {
-                    scan.trees.lock().unwrap_or_else(|e| e.into_inner()).push(Root::new(&name, kids.into_node(total.amount)));
+                    scan.trees
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(Root::new(&name, kids.into_node(total.amount)));
                 }
                 None
             }
@@ -591,7 +626,11 @@ impl EntryFilter for DuFilter {
             None => {
                 scan.root_entered.store(true, Relaxed);
                 (
-                    scan.root_own.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default(),
+                    scan.root_own
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                        .unwrap_or_default(),
                     0,
                     0,
                 )
@@ -608,7 +647,9 @@ impl EntryFilter for DuFilter {
                         (subdirs.list[i].own, subdirs.list[i].position, subdirs.list[i].ino)
                     }
                     Err(_) => (
-                        fnd_walk::meta::stat_fd(dir.fd).map(|m| scan.usage(&m)).unwrap_or_default(),
+                        fnd_walk::meta::stat_fd(dir.fd)
+                            .map(|m| scan.usage(&m))
+                            .unwrap_or_default(),
                         u64::MAX,
                         u64::MAX,
                     ),
@@ -665,7 +706,13 @@ impl EntryFilter for DuFilter {
         if !scan.operand_counts(m.dev, m.ino) {
             return Decision::SKIP;
         }
-        if follow && !scan.dirs_seen.lock().unwrap_or_else(|e| e.into_inner()).insert((m.dev, m.ino)) {
+        if follow
+            && !scan
+                .dirs_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((m.dev, m.ino))
+        {
             return Decision::SKIP;
         }
         let files_before = node.listed_files.load(Relaxed);
@@ -750,7 +797,9 @@ thread_local! {
 impl Visitor for DuVisitor {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         let scan = self.scan;
-        let Some(state) = chunk.filter_state() else { return Flow::Continue };
+        let Some(state) = chunk.filter_state() else {
+            return Flow::Continue;
+        };
         let same = self
             .node
             .as_ref()
@@ -762,7 +811,9 @@ impl Visitor for DuVisitor {
             self.node = state.clone().downcast::<Node>().ok();
             self.next_index = 0;
         }
-        let Some(node) = self.node.clone() else { return Flow::Continue };
+        let Some(node) = self.node.clone() else {
+            return Flow::Continue;
+        };
         let opts = &scan.opts;
         let print_files = opts.all && chunk.depth() <= opts.max_depth;
         let link_all = opts.follow == Follow::All;
@@ -777,7 +828,10 @@ impl Visitor for DuVisitor {
             let Some(m) = entry.cached_metadata() else {
                 let mut path = Vec::new();
                 entry.write_path(&mut path);
-                let err = entry.metadata().err().unwrap_or_else(|| std::io::Error::other("stat failed"));
+                let err = entry
+                    .metadata()
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("stat failed"));
                 scan.cannot_access(&path, Some(&err));
                 continue;
             };
@@ -844,7 +898,11 @@ impl Visitor for DuVisitor {
             fnd_walk::ErrorKind::Follow(_) => "cannot access",
             _ => "cannot read directory",
         };
-        self.scan.error(&format!("{what} {}: {}", crate::format::quote(path), crate::error_text(&error.io_error())));
+        self.scan.error(&format!(
+            "{what} {}: {}",
+            crate::format::quote(path),
+            crate::error_text(&error.io_error())
+        ));
         Flow::Continue
     }
 }

@@ -36,7 +36,9 @@ impl TreeNode {
             Some(k) => (&k.names, &k.nodes),
             None => (&[], &[]),
         };
-        nodes.iter().map(move |n| (&names[n.name_start as usize..(n.name_start + n.name_len) as usize], n))
+        nodes
+            .iter()
+            .map(move |n| (&names[n.name_start as usize..(n.name_start + n.name_len) as usize], n))
     }
 
     fn child(&self, index: usize) -> (&[u8], &TreeNode) {
@@ -66,23 +68,41 @@ impl TreeBuilder {
     pub fn dir(&mut self, name: &[u8], amount: u64, kids: TreeBuilder) {
         let name_start = self.names.len() as u32;
         self.names.extend_from_slice(name);
-        self.nodes.push(TreeNode { amount, name_start, name_len: name.len() as u32, kids: kids.build() });
+        self.nodes.push(TreeNode {
+            amount,
+            name_start,
+            name_len: name.len() as u32,
+            kids: kids.build(),
+        });
     }
 
     /// Move `other`'s entries here (a worker's batch into its directory).
     pub fn append(&mut self, other: &mut TreeBuilder) {
         let base = self.names.len() as u32;
         self.names.append(&mut other.names);
-        self.nodes.extend(other.nodes.drain(..).map(|n| TreeNode { name_start: n.name_start + base, ..n }));
+        self.nodes.extend(other.nodes.drain(..).map(|n| TreeNode {
+            name_start: n.name_start + base,
+            ..n
+        }));
     }
 
     fn build(self) -> Option<Box<Kids>> {
-        (!self.nodes.is_empty()).then(|| Box::new(Kids { names: self.names.into_boxed_slice(), nodes: self.nodes.into_boxed_slice() }))
+        (!self.nodes.is_empty()).then(|| {
+            Box::new(Kids {
+                names: self.names.into_boxed_slice(),
+                nodes: self.nodes.into_boxed_slice(),
+            })
+        })
     }
 
     /// The node of a directory holding these entries.
     pub fn into_node(self, amount: u64) -> TreeNode {
-        TreeNode { amount, name_start: 0, name_len: 0, kids: self.build() }
+        TreeNode {
+            amount,
+            name_start: 0,
+            name_len: 0,
+            kids: self.build(),
+        }
     }
 }
 
@@ -95,7 +115,10 @@ pub struct Root {
 
 impl Root {
     pub fn new(name: &[u8], node: TreeNode) -> Root {
-        Root { name: name.into(), node }
+        Root {
+            name: name.into(),
+            node,
+        }
     }
 
     pub fn leaf(name: &[u8], amount: u64) -> Root {
@@ -183,7 +206,11 @@ fn collect(
     } else {
         "├─ "
     };
-    rows.push(Row { indent: format!("{indent}{branch}"), name: name.into(), amount: node.amount });
+    rows.push(Row {
+        indent: format!("{indent}{branch}"),
+        name: name.into(),
+        amount: node.amount,
+    });
     let mut kids: Vec<(usize, (&[u8], &TreeNode))> = node
         .children()
         .enumerate()

@@ -8,7 +8,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn have_du() -> bool {
-    let ok = Command::new("du").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = Command::new("du")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("skipped: GNU du is not installed");
     }
@@ -53,7 +56,11 @@ fn fixture() -> tempfile::TempDir {
 }
 
 fn run(program: &str, args: &[&str], cwd: &Path) -> Output {
-    let exe = if program == "fdu" { env!("CARGO_BIN_EXE_fdu") } else { program };
+    let exe = if program == "fdu" {
+        env!("CARGO_BIN_EXE_fdu")
+    } else {
+        program
+    };
     Command::new(exe)
         .args(args)
         .current_dir(cwd)
@@ -73,8 +80,12 @@ fn records(bytes: &[u8], sep: u8) -> Vec<Vec<u8>> {
 }
 
 fn stderr_lines(o: &Output) -> Vec<String> {
-    let text = String::from_utf8_lossy(&o.stderr).replace("fdu: ", "DU: ").replace("du: ", "DU: ");
-    let text = text.replace("'du --help'", "'X --help'").replace("'fdu --help'", "'X --help'");
+    let text = String::from_utf8_lossy(&o.stderr)
+        .replace("fdu: ", "DU: ")
+        .replace("du: ", "DU: ");
+    let text = text
+        .replace("'du --help'", "'X --help'")
+        .replace("'fdu --help'", "'X --help'");
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     lines.sort();
     lines
@@ -269,7 +280,11 @@ fn unreadable_directories() {
     fs::set_permissions(root.join("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
     fs::set_permissions(root.join("t/noexec"), fs::Permissions::from_mode(0o644)).unwrap();
     let as_nobody = |program: &str, args: &[&str]| {
-        let exe = if program == "fdu" { env!("CARGO_BIN_EXE_fdu") } else { "du" };
+        let exe = if program == "fdu" {
+            env!("CARGO_BIN_EXE_fdu")
+        } else {
+            "du"
+        };
         Command::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe])
             .args(args)
@@ -279,7 +294,9 @@ fn unreadable_directories() {
     let du = match as_nobody("du", &["-a", "t"]) {
         Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("setpriv:") => o,
         _ => {
-            eprintln!("skipped: cannot run as nobody (setpriv unavailable or not root); as root chmod 000 dirs stay readable");
+            eprintln!(
+                "skipped: cannot run as nobody (setpriv unavailable or not root); as root chmod 000 dirs stay readable"
+            );
             return;
         }
     };
@@ -329,13 +346,21 @@ fn json_round_trips_into_the_tree_view() {
     let root = &value["roots"][0];
     assert_eq!(root["name"], "t");
     let du_s = run("fdu", &["-s", "-B1", "t"], dir.path());
-    let total: u64 = String::from_utf8_lossy(&du_s.stdout).split('\t').next().unwrap().parse().unwrap();
+    let total: u64 = String::from_utf8_lossy(&du_s.stdout)
+        .split('\t')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(root["size"].as_u64(), Some(total));
     fs::write(dir.path().join("saved.json"), &json.stdout).unwrap();
     let from_file = run("fdu", &["--tree", "-n", "5", "--from-json", "saved.json"], dir.path());
     let scanned = run("fdu", &["--tree", "-n", "5", "t"], dir.path());
     assert!(from_file.status.success());
-    assert_eq!(String::from_utf8_lossy(&from_file.stdout), String::from_utf8_lossy(&scanned.stdout));
+    assert_eq!(
+        String::from_utf8_lossy(&from_file.stdout),
+        String::from_utf8_lossy(&scanned.stdout)
+    );
     let text = String::from_utf8(scanned.stdout).unwrap();
     assert_eq!(text.lines().count(), 5);
     assert!(text.lines().next().unwrap().contains("100%"));
@@ -346,7 +371,10 @@ fn tree_view_respects_depth() {
     let dir = fixture();
     let out = run("fdu", &["--tree", "--tree-depth", "1", "-n", "100", "t"], dir.path());
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.lines().all(|l| !l.contains("│  ") && !l.contains("   └─")), "{text}");
+    assert!(
+        text.lines().all(|l| !l.contains("│  ") && !l.contains("   └─")),
+        "{text}"
+    );
     assert!(text.contains("─ d"));
 }
 
@@ -396,15 +424,22 @@ fn a_directory_comes_after_everything_under_it() {
     for threads in ["-j1", "-j4"] {
         let out = run("fdu", &[threads, "-a", "t"], dir.path());
         assert!(out.status.success(), "{threads}");
-        assert!(out.stdout.len() > 128 * 1024, "{threads}: the output must span several buffers");
+        assert!(
+            out.stdout.len() > 128 * 1024,
+            "{threads}: the output must span several buffers"
+        );
         let text = String::from_utf8(out.stdout).unwrap();
         let paths: Vec<&str> = text.lines().map(|l| l.split_once('\t').unwrap().1).collect();
-        let printed_at: std::collections::HashMap<&str, usize> = paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+        let printed_at: std::collections::HashMap<&str, usize> =
+            paths.iter().enumerate().map(|(i, p)| (*p, i)).collect();
         assert_eq!(printed_at.len(), 1 + 40 * 2 + 40 * 60, "{threads}");
         for (i, path) in paths.iter().enumerate() {
             let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
             if let Some(&at) = printed_at.get(parent) {
-                assert!(at > i, "{threads}: {parent} (line {at}) printed before {path} (line {i})");
+                assert!(
+                    at > i,
+                    "{threads}: {parent} (line {at}) printed before {path} (line {i})"
+                );
             }
         }
     }
@@ -420,7 +455,11 @@ fn links_that_cannot_be_followed() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("t")).unwrap();
     std::fs::write(dir.path().join("t/file"), "x").unwrap();
-    for (link, target) in [("dangling", "nowhere"), ("itself", "itself"), ("through-file", "file/x")] {
+    for (link, target) in [
+        ("dangling", "nowhere"),
+        ("itself", "itself"),
+        ("through-file", "file/x"),
+    ] {
         std::os::unix::fs::symlink(target, dir.path().join("t").join(link)).unwrap();
     }
     same_as_du_in(dir.path(), &["-L", "-a", "t"]);

@@ -42,20 +42,14 @@ fn run(cmd: &mut Command) -> Output {
 
 /// The NUL-terminated records of `-0` output, as a set (checking none repeats).
 fn record_set(stdout: &[u8]) -> HashSet<Vec<u8>> {
-    let records: Vec<&[u8]> = stdout
-        .split(|&b| b == 0)
-        .filter(|r| !r.is_empty())
-        .collect();
+    let records: Vec<&[u8]> = stdout.split(|&b| b == 0).filter(|r| !r.is_empty()).collect();
     let set: HashSet<Vec<u8>> = records.iter().map(|r| r.to_vec()).collect();
     assert_eq!(set.len(), records.len(), "a line printed twice");
     set
 }
 
 fn path_of(record: &[u8]) -> &[u8] {
-    let tab = record
-        .iter()
-        .position(|&b| b == b'\t')
-        .expect("size, tab, path");
+    let tab = record.iter().position(|&b| b == b'\t').expect("size, tab, path");
     &record[tab + 1..]
 }
 
@@ -66,17 +60,11 @@ fn hostile_names_are_printed_byte_exact_as_du_prints_them() {
     let top = open_root(tmp.path());
     mkdir_at(&top, b"files");
     mkdir_at(&top, b"dirs");
-    let (files, dirs) = (
-        open_dir(&top, "files").unwrap(),
-        open_dir(&top, "dirs").unwrap(),
-    );
+    let (files, dirs) = (open_dir(&top, "files").unwrap(), open_dir(&top, "dirs").unwrap());
     for name in hostile_names() {
         touch_at(&files, &name);
         mkdir_at(&dirs, &name);
-        touch_at(
-            open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(),
-            &name,
-        );
+        touch_at(open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(), &name);
     }
     let ours = run(fdu().args(["-a", "-0"]).arg(tmp.path()));
     assert!(ours.status.success() && ours.stderr.is_empty(), "{ours:?}");
@@ -84,10 +72,7 @@ fn hostile_names_are_printed_byte_exact_as_du_prints_them() {
     assert_eq!(ours.len(), 3 + 3 * hostile_names().len());
     if let Some(mut du) = du() {
         let theirs = record_set(&run(du.args(["-a", "-0"]).arg(tmp.path())).stdout);
-        assert!(
-            ours == theirs,
-            "fdu -a -0 differs from du -a -0 on hostile names"
-        );
+        assert!(ours == theirs, "fdu -a -0 differs from du -a -0 on hostile names");
     }
 }
 
@@ -118,9 +103,7 @@ fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
     for limit in ["", "ulimit -n 32 && "] {
         let inodes = run(Command::new("sh")
             .arg("-c")
-            .arg(format!(
-                "{limit}exec '{fdu_path}' --no-progress -s --inodes \"$0\""
-            ))
+            .arg(format!("{limit}exec '{fdu_path}' --no-progress -s --inodes \"$0\""))
             .arg(tmp.path()));
         assert!(
             inodes.status.success(),
@@ -153,18 +136,10 @@ fn chain_2000_deep_is_counted_whole_even_with_32_descriptors() {
 #[test]
 fn huge_directory_is_summed_in_bounded_memory() {
     let (tmp, count) = huge_directory();
-    for args in [
-        &["-a", "-0"][..],
-        &["-s", "-0"],
-        &["-a", "-0", "-j1", "--inodes"],
-    ] {
+    for args in [&["-a", "-0"][..], &["-s", "-0"], &["-a", "-0", "-j1", "--inodes"]] {
         let (records, rss_kib, status) = count_and_peak_rss(fdu().args(args).arg(tmp.path()));
         assert!(status.success(), "{args:?}: {status:?}");
-        assert_eq!(
-            records,
-            if args.contains(&"-s") { 1 } else { count + 1 },
-            "{args:?}"
-        );
+        assert_eq!(records, if args.contains(&"-s") { 1 } else { count + 1 }, "{args:?}");
         // A debug fdu summing a small tree peaks near 9 MiB.
         assert!(
             rss_kib < 24 * 1024,
@@ -243,10 +218,7 @@ fn unreadable_directories_are_reported_as_du_does() {
     let stderr = String::from_utf8_lossy(&ours.stderr);
     assert_eq!(
         stderr.trim_end(),
-        format!(
-            "fdu: cannot read directory '{}/locked': Permission denied",
-            r.display()
-        )
+        format!("fdu: cannot read directory '{}/locked': Permission denied", r.display())
     );
     assert_eq!(ours.status.code(), Some(1));
     let paths: HashSet<Vec<u8>> = record_set(&ours.stdout)
@@ -274,10 +246,7 @@ fn tree_mutated_during_the_scan() {
         for threads in ["-j1", "-j4", "-j1", "-j4"] {
             let out = run(fdu().args(["-a", "-0", threads]).arg(tmp.path()));
             let set = record_set(&out.stdout);
-            let stable = set
-                .iter()
-                .filter(|r| contains(path_of(r), b"/stable/d"))
-                .count();
+            let stable = set.iter().filter(|r| contains(path_of(r), b"/stable/d")).count();
             assert_eq!(stable, 10, "{threads}: untouched entries lost");
             // Vanished entries may be reported (du does); nothing else.
             for line in String::from_utf8_lossy(&out.stderr).lines() {
@@ -353,10 +322,7 @@ fn bad_values_are_rejected_as_du_rejects_them() {
         let out = run(fdu().args(args).arg("d").current_dir(tmp.path()));
         let stderr = String::from_utf8_lossy(&out.stderr);
         if !stderr.starts_with("fdu: ") || out.status.code() != Some(1) {
-            wrong.push(format!(
-                "{args:?}: exit {:?}, stderr {stderr:?}",
-                out.status.code()
-            ));
+            wrong.push(format!("{args:?}: exit {:?}, stderr {stderr:?}", out.status.code()));
         }
         out
     };
@@ -374,11 +340,7 @@ fn bad_values_are_rejected_as_du_rejects_them() {
     ] {
         check(args);
     }
-    assert!(
-        wrong.is_empty(),
-        "bad values not rejected:\n{}",
-        wrong.join("\n")
-    );
+    assert!(wrong.is_empty(), "bad values not rejected:\n{}", wrong.join("\n"));
     // Corrupt --from-json input is an error, not a panic.
     for json in [
         &b""[..],

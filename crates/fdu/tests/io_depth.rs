@@ -43,7 +43,12 @@ fn any_depth_gives_the_same_sizes() {
     let plain = fdu(&["-a", "t"], dir.path());
     assert!(plain.status.success());
     assert_eq!(sorted_lines(&plain).len(), 1 + 12 + 72 + 360);
-    for args in [&["--io-depth", "1"][..], &["--io-depth=64"], &["-j1", "--io-depth", "8"], &["-j4", "--io-depth", "2"]] {
+    for args in [
+        &["--io-depth", "1"][..],
+        &["--io-depth=64"],
+        &["-j1", "--io-depth", "8"],
+        &["-j4", "--io-depth", "2"],
+    ] {
         let o = fdu(&[args, &["-a", "t"]].concat(), dir.path());
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
         assert!(o.stderr.is_empty(), "{args:?}");
@@ -79,7 +84,13 @@ fn a_bad_depth_is_a_usage_error() {
 fn help_documents_the_option() {
     let o = fdu(&["--help"], Path::new("."));
     let help = String::from_utf8_lossy(&o.stdout);
-    let line = help.lines().find(|l| l.contains("--io-depth")).expect("--io-depth in --help");
-    assert!(line.contains("<N>") || line.contains("=N") || line.contains(" N"), "{line}");
+    let line = help
+        .lines()
+        .find(|l| l.contains("--io-depth"))
+        .expect("--io-depth in --help");
+    assert!(
+        line.contains("<N>") || line.contains("=N") || line.contains(" N"),
+        "{line}"
+    );
     assert!(help.contains("Most directory reads that may wait on the file system at once"));
 }

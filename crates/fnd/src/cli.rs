@@ -153,12 +153,7 @@ pub struct Cli {
     /// Use a detailed listing format like 'ls -l'. This is basically an alias for
     /// '--exec-batch ls -l' with some additional 'ls' options. This can be used to see more
     /// metadata, to show symlink targets and to achieve a deterministic sort order.
-    #[arg(
-        short = 'l',
-        long,
-        help = "Use a long listing format with file metadata",
-        long_help
-    )]
+    #[arg(short = 'l', long, help = "Use a long listing format with file metadata", long_help)]
     pub list_details: bool,
 
     /// Descend into symlinked directories.
@@ -344,12 +339,7 @@ pub struct Cli {
     pub path: Vec<PathBuf>,
 
     /// Paths to search, as an alternative to the positional <path>.
-    #[arg(
-        long,
-        value_name = "search-path",
-        conflicts_with = "path",
-        hide_short_help = true
-    )]
+    #[arg(long, value_name = "search-path", conflicts_with = "path", hide_short_help = true)]
     pub search_path: Vec<PathBuf>,
 
     /// Strip the './' prefix from results: auto (unless -0 or a command), always, never.

@@ -81,8 +81,8 @@ impl Config {
             .chain(std::iter::once(&cli.pattern))
             .map(|p| pattern::to_regex(p, syntax))
             .collect::<Result<Vec<_>, _>>()?;
-        let case_sensitive = !cli.ignore_case
-            && (cli.case_sensitive || sources.iter().any(|s| pattern::has_uppercase(s)));
+        let case_sensitive =
+            !cli.ignore_case && (cli.case_sensitive || sources.iter().any(|s| pattern::has_uppercase(s)));
 
         let mut times = Vec::new();
         for (arg, make) in [
@@ -90,9 +90,8 @@ impl Config {
             (&cli.changed_before, TimeLimit::Before as fn(_) -> _),
         ] {
             if let Some(t) = arg {
-                let time = TimeLimit::parse_time(t).ok_or_else(|| {
-                    format!("'{t}' is not a valid date or duration. See 'fnd --help'.")
-                })?;
+                let time = TimeLimit::parse_time(t)
+                    .ok_or_else(|| format!("'{t}' is not a valid date or duration. See 'fnd --help'."))?;
                 times.push(make(time));
             }
         }
@@ -104,9 +103,7 @@ impl Config {
         };
         let full_path_base = if cli.full_path {
             Some(paths::cwd_bytes().map_err(|e| {
-                format!(
-                    "Could not determine current directory. This is required for --full-path.: {e}"
-                )
+                format!("Could not determine current directory. This is required for --full-path.: {e}")
             })?)
         } else {
             None
@@ -152,11 +149,8 @@ impl Config {
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.
             sort: cli.sort.map(|_| Sort::Name),
-            hold_early: (!has_command
-                && !cli.quiet
-                && cli.order == OrderArg::Parallel
-                && cli.sort.is_none())
-            .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
+            hold_early: (!has_command && !cli.quiet && cli.order == OrderArg::Parallel && cli.sort.is_none())
+                .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
             sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
             max_results: cli.max_results(),
             quiet: cli.quiet,
@@ -200,14 +194,13 @@ fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
 
 /// The global ignore files: `$XDG_CONFIG_HOME/fd/ignore` (as fd reads it) and `…/fnd/ignore`.
 fn global_ignore_files() -> Vec<PathBuf> {
-    let config_dir =
-        match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
-            Some(dir) => PathBuf::from(dir),
-            None => match std::env::var_os("HOME") {
-                Some(home) => Path::new(&home).join(".config"),
-                None => return Vec::new(),
-            },
-        };
+    let config_dir = match std::env::var_os("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
+        Some(dir) => PathBuf::from(dir),
+        None => match std::env::var_os("HOME") {
+            Some(home) => Path::new(&home).join(".config"),
+            None => return Vec::new(),
+        },
+    };
     ["fd", "fnd"]
         .iter()
         .map(|tool| config_dir.join(tool).join("ignore"))
@@ -217,20 +210,12 @@ fn global_ignore_files() -> Vec<PathBuf> {
 
 /// The ignore filter fd's options ask for, and whether the walk should skip
 /// hidden entries by itself instead.
-fn ignore_filter(
-    cli: &Cli,
-    roots: &[PathBuf],
-    hidden: bool,
-) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
+fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
     let u = cli.unrestricted();
     let read_fdignore = !(cli.no_ignore || u);
     let read_vcs = !(cli.no_ignore || u || cli.no_ignore_vcs);
     let read_global = !(cli.no_ignore || u || cli.no_global_ignore_file);
-    let global_files = if read_global {
-        global_ignore_files()
-    } else {
-        Vec::new()
-    };
+    let global_files = if read_global { global_ignore_files() } else { Vec::new() };
 
     let mut overrides = ignore::overrides::OverrideBuilder::new(&roots[0]);
     for glob in &cli.exclude {
@@ -267,9 +252,7 @@ fn ignore_filter(
             let (b, err) = builder.add_explicit(file, &cwd);
             builder = b;
             if let Some(err) = err.filter(|e| !e.is_partial()) {
-                print_error(format_args!(
-                    "Malformed pattern in {what} ignore file. {err}."
-                ));
+                print_error(format_args!("Malformed pattern in {what} ignore file. {err}."));
             }
         }
     }

@@ -173,8 +173,8 @@ mod tests {
     #[test]
     fn sort_keys_order_as_components_do() {
         let paths: [&[u8]; 14] = [
-            b"a/b", b"a.txt", b"./a", b"./b", b"a//b", b"./-rf", b"a", b"/x", b"../y", b"a/./b",
-            b"a/b/c", b"ab", b"a\xffb", b"a/..",
+            b"a/b", b"a.txt", b"./a", b"./b", b"a//b", b"./-rf", b"a", b"/x", b"../y", b"a/./b", b"a/b/c", b"ab",
+            b"a\xffb", b"a/..",
         ];
         for a in paths {
             for b in paths {

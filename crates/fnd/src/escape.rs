@@ -66,7 +66,10 @@ mod tests {
         assert_eq!(esc(b"plain name.txt"), "plain name.txt");
         assert_eq!(esc(b"a\tb"), "a\tb");
         assert_eq!(esc("résumé".as_bytes()), "résumé");
-        assert_eq!(esc(b"innocent\x1b]52;c;cHd=\x1b\\.txt"), "innocent\\x1B]52;c;cHd=\\x1B\\.txt");
+        assert_eq!(
+            esc(b"innocent\x1b]52;c;cHd=\x1b\\.txt"),
+            "innocent\\x1B]52;c;cHd=\\x1B\\.txt"
+        );
         assert_eq!(esc(b"A\rFAKE"), "A\\x0DFAKE");
         assert_eq!(esc(b"a\nb\x7f\x07"), "a\\x0Ab\\x7F\\x07");
         assert_eq!(esc("\u{9b}31m".as_bytes()), "\\x9B31m");

@@ -65,14 +65,18 @@ pub struct ExecArgs {
 impl clap::FromArgMatches for ExecArgs {
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
         let occurrences = |id: &str| -> Option<Vec<Vec<OsString>>> {
-            matches.get_occurrences::<OsString>(id).map(|occ| occ.map(|args| args.cloned().collect()).collect())
+            matches
+                .get_occurrences::<OsString>(id)
+                .map(|occ| occ.map(|args| args.cloned().collect()).collect())
         };
         let config = if let Some(commands) = occurrences("exec") {
             Some(ExecConfig::each(&commands))
         } else {
             occurrences("exec_batch").map(|commands| ExecConfig::batch(&commands))
         };
-        let config = config.transpose().map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg))?;
+        let config = config
+            .transpose()
+            .map_err(|msg| clap::Error::raw(clap::error::ErrorKind::InvalidValue, msg))?;
         Ok(ExecArgs { config })
     }
 
@@ -131,7 +135,10 @@ impl CommandTemplate {
         if args.is_empty() {
             return Err("No executable provided for --exec or --exec-batch".into());
         }
-        let mut args: Vec<Template> = args.iter().map(|a| Template::parse_bytes(a.as_encoded_bytes())).collect();
+        let mut args: Vec<Template> = args
+            .iter()
+            .map(|a| Template::parse_bytes(a.as_encoded_bytes()))
+            .collect();
         if batch && args[0].has_placeholders() {
             return Err("First argument of --exec-batch must be a fixed executable, not a placeholder".into());
         }
@@ -180,7 +187,10 @@ impl ExecConfig {
     }
 
     fn new(commands: &[Vec<OsString>], batch: bool) -> Result<ExecConfig, String> {
-        let commands = commands.iter().map(|c| CommandTemplate::new(c, batch)).collect::<Result<Vec<_>, _>>()?;
+        let commands = commands
+            .iter()
+            .map(|c| CommandTemplate::new(c, batch))
+            .collect::<Result<Vec<_>, _>>()?;
         if commands.is_empty() {
             return Err("No executable provided for --exec or --exec-batch".into());
         }
@@ -212,20 +222,38 @@ impl Executor {
         let cfg = Arc::new(cfg);
         // As many runners as walking threads, and never more than the walk
         // itself would start (`-j 100000` must not spawn 100000 threads).
-        let runners = if cfg.batch { 1 } else { cfg.threads.clamp(1, fnd_walk::MAX_THREADS) };
+        let runners = if cfg.batch {
+            1
+        } else {
+            cfg.threads.clamp(1, fnd_walk::MAX_THREADS)
+        };
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
         let runners = (0..runners)
             .map(|_| {
                 let (cfg, rx) = (cfg.clone(), rx.clone());
-                std::thread::spawn(move || if cfg.batch { run_batches(&cfg, rx) } else { run_each(&cfg, rx) })
+                std::thread::spawn(move || {
+                    if cfg.batch {
+                        run_batches(&cfg, rx)
+                    } else {
+                        run_each(&cfg, rx)
+                    }
+                })
             })
             .collect();
-        Executor { cfg, tx: Some(tx), runners }
+        Executor {
+            cfg,
+            tx: Some(tx),
+            runners,
+        }
     }
 
     /// A sender for one walking thread.
     pub fn sender(&self) -> ExecSender {
-        ExecSender { cfg: self.cfg.clone(), tx: self.tx.clone().expect("executor running"), scratch: Vec::new() }
+        ExecSender {
+            cfg: self.cfg.clone(),
+            tx: self.tx.clone().expect("executor running"),
+            scratch: Vec::new(),
+        }
     }
 
     /// Wait for every command; false if any failed or could not run.
@@ -250,7 +278,12 @@ impl ExecSender {
     /// Hand over one result of a chunk whose prefix is `chunk_prefix`.
     pub fn entry(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8]) -> bool {
         let sep = self.cfg.path_style.separator.as_deref();
-        let prefix = printed_prefix(&self.cfg.path_style, chunk_prefix, entry.name_bytes(), &mut self.scratch);
+        let prefix = printed_prefix(
+            &self.cfg.path_style,
+            chunk_prefix,
+            entry.name_bytes(),
+            &mut self.scratch,
+        );
         let render = |t: &Template| {
             let mut arg = Vec::new();
             t.render(entry, prefix, sep, &mut arg);
@@ -261,7 +294,11 @@ impl ExecSender {
                 |c: &CommandTemplate| render(c.args.iter().find(|a| a.has_placeholders()).expect("one placeholder"));
             self.cfg.commands.iter().map(|c| vec![arg(c)]).collect()
         } else {
-            self.cfg.commands.iter().map(|c| c.args.iter().map(render).collect()).collect()
+            self.cfg
+                .commands
+                .iter()
+                .map(|c| c.args.iter().map(render).collect())
+                .collect()
         };
         self.tx.send(job).is_ok()
     }
@@ -288,13 +325,19 @@ struct Programs {
 
 impl Programs {
     fn new() -> Programs {
-        Programs { search_path: std::env::var_os("PATH"), found: HashMap::new() }
+        Programs {
+            search_path: std::env::var_os("PATH"),
+            found: HashMap::new(),
+        }
     }
 
     /// A command for `program`, which still sees its name as `argv[0]`.
     fn command(&mut self, program: &OsStr) -> Command {
         let search_path = self.search_path.as_deref();
-        let found = self.found.entry(program.to_owned()).or_insert_with(|| find_program(program, search_path?));
+        let found = self
+            .found
+            .entry(program.to_owned())
+            .or_insert_with(|| find_program(program, search_path?));
         match found {
             Some(path) => {
                 let mut cmd = Command::new(path);
@@ -402,7 +445,11 @@ struct Batch {
 
 impl Batch {
     fn new(template: &CommandTemplate, limit: usize) -> io::Result<Batch> {
-        let slot = template.args.iter().position(Template::has_placeholders).expect("one placeholder");
+        let slot = template
+            .args
+            .iter()
+            .position(Template::has_placeholders)
+            .expect("one placeholder");
         let fixed = |range: std::ops::Range<usize>| -> Vec<OsString> {
             template.args[range]
                 .iter()
@@ -415,12 +462,21 @@ impl Batch {
         };
         let (pre, post) = (fixed(0..slot), fixed(slot + 1..template.args.len()));
         let cmd = Self::command(&pre)?;
-        Ok(Batch { pre, post, cmd, count: 0, limit, ok: true })
+        Ok(Batch {
+            pre,
+            post,
+            cmd,
+            count: 0,
+            limit,
+            ok: true,
+        })
     }
 
     fn command(pre: &[OsString]) -> io::Result<argmax::Command> {
         let mut cmd = argmax::Command::new(&pre[0]);
-        cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit());
         cmd.try_args(&pre[1..])?;
         Ok(cmd)
     }
@@ -520,7 +576,10 @@ mod tests {
     fn validates_like_fd() {
         assert!(ExecConfig::each(&[args(&["{}"])]).is_ok());
         let err = ExecConfig::batch(&[args(&["{}"])]).err().unwrap();
-        assert_eq!(err, "First argument of --exec-batch must be a fixed executable, not a placeholder");
+        assert_eq!(
+            err,
+            "First argument of --exec-batch must be a fixed executable, not a placeholder"
+        );
         let err = ExecConfig::batch(&[args(&["echo", "{}", "{/}"])]).err().unwrap();
         assert_eq!(err, "Only one placeholder allowed for batch commands");
         assert!(ExecConfig::batch(&[args(&["echo", "{}", "{{}}"])]).is_ok());

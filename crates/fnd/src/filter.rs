@@ -42,9 +42,7 @@ impl<'a, 'e> Candidate<'a, 'e> {
         self.meta
             .get_or_init(|| {
                 let e = self.entry;
-                let follow = self.follow
-                    && e.file_type == FileType::Symlink
-                    && e.target_type != FileType::Symlink;
+                let follow = self.follow && e.file_type == FileType::Symlink && e.target_type != FileType::Symlink;
                 fnd_walk::meta::stat_at(e.dir_fd, e.name, follow).ok()
             })
             .as_ref()
@@ -55,13 +53,7 @@ impl<'a, 'e> Candidate<'a, 'e> {
     }
 
     fn is_executable(&self) -> bool {
-        rustix::fs::accessat(
-            self.entry.dir_fd,
-            self.entry.name,
-            Access::EXEC_OK,
-            AtFlags::EACCESS,
-        )
-        .is_ok()
+        rustix::fs::accessat(self.entry.dir_fd, self.entry.name, Access::EXEC_OK, AtFlags::EACCESS).is_ok()
     }
 
     fn is_empty(&self) -> bool {
@@ -151,9 +143,7 @@ impl TypeFilter {
             FileType::Fifo => self.pipe,
             FileType::Unknown => false,
         };
-        allowed
-            && (!self.executable_only || c.is_executable())
-            && (!self.empty_only || c.is_empty())
+        allowed && (!self.executable_only || c.is_executable()) && (!self.empty_only || c.is_empty())
     }
 }
 
@@ -169,8 +159,7 @@ impl SizeLimit {
     /// `[+-]NUM UNIT`, unit one of b, k, m, g, t, ki, mi, gi, ti (optionally
     /// followed by `b`), case-insensitive.
     pub fn parse(s: &str) -> Result<Self, String> {
-        Self::parse_opt(s)
-            .ok_or_else(|| format!("'{s}' is not a valid size constraint. See 'fnd --help'."))
+        Self::parse_opt(s).ok_or_else(|| format!("'{s}' is not a valid size constraint. See 'fnd --help'."))
     }
 
     fn parse_opt(s: &str) -> Option<Self> {
@@ -231,13 +220,7 @@ impl TimeLimit {
         } else if let Ok(ts) = s.parse::<Timestamp>() {
             Some(ts.into())
         } else if let Ok(dt) = s.parse::<DateTime>() {
-            Some(
-                TimeZone::system()
-                    .to_ambiguous_zoned(dt)
-                    .later()
-                    .ok()?
-                    .into(),
-            )
+            Some(TimeZone::system().to_ambiguous_zoned(dt).later().ok()?.into())
         } else {
             let secs: u64 = s.strip_prefix('@')?.parse().ok()?;
             UNIX_EPOCH.checked_add(Duration::from_secs(secs))
@@ -282,10 +265,7 @@ impl IdCheck {
         }
     }
 
-    fn parse(
-        s: Option<&str>,
-        lookup: impl Fn(&str) -> Result<u32, String>,
-    ) -> Result<Self, String> {
+    fn parse(s: Option<&str>, lookup: impl Fn(&str) -> Result<u32, String>) -> Result<Self, String> {
         let (s, equal) = match s {
             None | Some("") => return Ok(IdCheck::Any),
             Some(s) => match s.strip_prefix('!') {
@@ -297,11 +277,7 @@ impl IdCheck {
             Ok(id) => id,
             Err(_) => lookup(s)?,
         };
-        Ok(if equal {
-            IdCheck::Is(id)
-        } else {
-            IdCheck::IsNot(id)
-        })
+        Ok(if equal { IdCheck::Is(id) } else { IdCheck::IsNot(id) })
     }
 }
 
@@ -366,10 +342,7 @@ pub struct EntryFilters {
 
 impl EntryFilters {
     pub fn is_empty(&self) -> bool {
-        self.types.is_none()
-            && self.owner.is_none()
-            && self.sizes.is_empty()
-            && self.times.is_empty()
+        self.types.is_none() && self.owner.is_none() && self.sizes.is_empty() && self.times.is_empty()
     }
 
     pub fn matches(&self, c: &Candidate<'_, '_>) -> bool {
@@ -388,9 +361,7 @@ impl EntryFilters {
             // the entry itself (the link's own size, without -L).
             let is_file = match c.file_type() {
                 FileType::File => true,
-                FileType::Symlink if !c.follow => c
-                    .stat_follow()
-                    .is_some_and(|m| m.file_type() == FileType::File),
+                FileType::Symlink if !c.follow => c.stat_follow().is_some_and(|m| m.file_type() == FileType::File),
                 _ => false,
             };
             if !is_file
@@ -419,7 +390,23 @@ mod tests {
     fn modified_at(mtime: i64, mtime_nsec: u32) -> Metadata {
         let (atime, atime_nsec, ctime, ctime_nsec) = (0, 0, 0, 0);
         let (dev, ino, mode, nlink, uid, gid, rdev, size, blocks) = (0, 0, 0o100644, 1, 0, 0, 0, 0, 0);
-        Metadata { dev, ino, mode, nlink, uid, gid, rdev, size, blocks, atime, atime_nsec, mtime, mtime_nsec, ctime, ctime_nsec }
+        Metadata {
+            dev,
+            ino,
+            mode,
+            nlink,
+            uid,
+            gid,
+            rdev,
+            size,
+            blocks,
+            atime,
+            atime_nsec,
+            mtime,
+            mtime_nsec,
+            ctime,
+            ctime_nsec,
+        }
     }
 
     /// tmpfs stores any 64-bit time; none may panic.
@@ -427,7 +414,12 @@ mod tests {
     fn times_at_the_ends_of_the_range_compare() {
         let now = SystemTime::now();
         let (after, before) = (TimeLimit::After(now), TimeLimit::Before(now));
-        for (secs, nsec, future) in [(i64::MAX, 999_999_999, true), (i64::MIN, 999_999_999, false), (i64::MIN + 1, 0, false), (-1, 5, false)] {
+        for (secs, nsec, future) in [
+            (i64::MAX, 999_999_999, true),
+            (i64::MIN, 999_999_999, false),
+            (i64::MIN + 1, 0, false),
+            (-1, 5, false),
+        ] {
             let t = mtime(&modified_at(secs, nsec));
             assert_eq!((after.allows(t), before.allows(t)), (future, !future), "{secs}.{nsec}");
         }

@@ -183,7 +183,9 @@ impl Template {
 
     /// A template that is just `{}`.
     pub fn path() -> Template {
-        Template { pieces: vec![Piece::Field(Field::Path)] }
+        Template {
+            pieces: vec![Piece::Field(Field::Path)],
+        }
     }
 
     /// Whether any placeholder appears (fd appends `{}` to commands without one).
@@ -194,7 +196,11 @@ impl Template {
     /// Append the rendering for an entry whose printed path is `prefix` + its name.
     pub fn render(&self, entry: &EntryRef<'_>, prefix: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
         let mut meta: Option<Option<Metadata>> = None;
-        let subject = Subject { prefix, name: entry.name_bytes(), separator };
+        let subject = Subject {
+            prefix,
+            name: entry.name_bytes(),
+            separator,
+        };
         for piece in &self.pieces {
             match piece {
                 Piece::Text(t) => out.extend_from_slice(t),
@@ -213,7 +219,11 @@ impl Template {
     /// Append the rendering for a path given as its parts; metadata
     /// placeholders render as `?`.
     pub fn render_parts(&self, prefix: &[u8], name: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
-        let subject = Subject { prefix, name, separator };
+        let subject = Subject {
+            prefix,
+            name,
+            separator,
+        };
         for piece in &self.pieces {
             match piece {
                 Piece::Text(t) => out.extend_from_slice(t),
@@ -228,12 +238,20 @@ impl Template {
 /// fd treats followed links as what they point to.
 fn metadata(entry: &EntryRef<'_>) -> Option<Metadata> {
     let followed = entry.file_type() == FileType::Symlink && entry.target_type() != FileType::Symlink;
-    if followed { entry.metadata_follow() } else { entry.metadata() }.ok()
+    if followed {
+        entry.metadata_follow()
+    } else {
+        entry.metadata()
+    }
+    .ok()
 }
 
 impl Field {
     fn is_path(self) -> bool {
-        matches!(self, Field::Path | Field::Basename | Field::Parent | Field::NoExt | Field::BasenameNoExt)
+        matches!(
+            self,
+            Field::Path | Field::Basename | Field::Parent | Field::NoExt | Field::BasenameNoExt
+        )
     }
 
     fn needs_metadata(self) -> bool {
@@ -538,11 +556,17 @@ mod tests {
     fn fd_placeholders() {
         let t = "[{}] [{/}] [{//}] [{.}] [{/.}]";
         assert_eq!(render(t, "a/b.d/", "y"), "[a/b.d/y] [y] [a/b.d] [a/b.d/y] [y]");
-        assert_eq!(render(t, "a/", "x.tar.gz"), "[a/x.tar.gz] [x.tar.gz] [a] [a/x.tar] [x.tar]");
+        assert_eq!(
+            render(t, "a/", "x.tar.gz"),
+            "[a/x.tar.gz] [x.tar.gz] [a] [a/x.tar] [x.tar]"
+        );
         assert_eq!(render(t, "", "a"), "[a] [a] [.] [a] [a]");
         assert_eq!(render(t, "./a/", "b.d"), "[./a/b.d] [b.d] [./a] [a/b] [b]");
         assert_eq!(render(t, "./", "a"), "[./a] [a] [.] [a] [a]");
-        assert_eq!(render(t, "/tmp/t/a/", "b.d"), "[/tmp/t/a/b.d] [b.d] [/tmp/t/a] [/tmp/t/a/b] [b]");
+        assert_eq!(
+            render(t, "/tmp/t/a/", "b.d"),
+            "[/tmp/t/a/b.d] [b.d] [/tmp/t/a] [/tmp/t/a/b] [b]"
+        );
         assert_eq!(render(t, "/", "bin"), "[/bin] [bin] [/] [/bin] [bin]");
         assert_eq!(render(t, "", ".hid"), "[.hid] [.hid] [.] [.hid] [.hid]");
         assert_eq!(render(t, "a//", "x.c"), "[a//x.c] [x.c] [a] [a/x] [x]");

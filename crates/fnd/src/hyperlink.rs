@@ -47,7 +47,10 @@ impl Hyperlinks {
         while cwd.last() == Some(&b'/') {
             cwd.pop();
         }
-        Hyperlinks { scheme_host: scheme_host.into(), cwd: cwd.into() }
+        Hyperlinks {
+            scheme_host: scheme_host.into(),
+            cwd: cwd.into(),
+        }
     }
 
     /// Open a link to `entry`; `scratch` is reused for its path.
@@ -86,7 +89,11 @@ impl Default for Hyperlinks {
 
 /// The host name, left out (as fd does) when it is not UTF-8.
 fn hostname() -> Vec<u8> {
-    nix::unistd::gethostname().ok().and_then(|h| h.into_string().ok()).unwrap_or_default().into_bytes()
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default()
+        .into_bytes()
 }
 
 /// fd's URL encoding: unreserved ASCII and `/:` stay, every other byte

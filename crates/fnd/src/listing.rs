@@ -72,7 +72,9 @@ impl<'a> Listing<'a> {
         let is_dir = entry.target_type().is_dir();
         if self.plain {
             let buf = self.out.bytes();
-            self.cfg.path_style.write_entry_path(buf, prefix, entry.name_bytes(), is_dir, true);
+            self.cfg
+                .path_style
+                .write_entry_path(buf, prefix, entry.name_bytes(), is_dir, true);
             buf.push(self.cfg.terminator);
         } else {
             self.entry_styled(entry, prefix, is_dir);
@@ -112,7 +114,8 @@ impl<'a> Listing<'a> {
         } else {
             // A terminal without colours: fd's plain text, escaped.
             self.scratch.clear();
-            cfg.path_style.write_entry_path(&mut self.scratch, chunk_prefix, name, is_dir, true);
+            cfg.path_style
+                .write_entry_path(&mut self.scratch, chunk_prefix, name, is_dir, true);
             push_terminal(escape, &self.scratch, buf);
         }
         if cfg.hyperlinks.is_some() {
@@ -151,7 +154,10 @@ fn push_terminal(escape: bool, text: &[u8], out: &mut Vec<u8>) {
 /// chunk's prefix after `PathStyle`'s `./` stripping (built in `scratch`).
 pub fn printed_prefix<'s>(style: &PathStyle, chunk_prefix: &[u8], name: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
     scratch.clear();
-    let unseparated = PathStyle { strip_cwd_prefix: style.strip_cwd_prefix, separator: None };
+    let unseparated = PathStyle {
+        strip_cwd_prefix: style.strip_cwd_prefix,
+        separator: None,
+    };
     unseparated.write_entry_path(scratch, chunk_prefix, name, false, false);
     let len = scratch.len() - name.len();
     &scratch[..len]

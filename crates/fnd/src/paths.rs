@@ -21,14 +21,7 @@ pub struct PathStyle {
 impl PathStyle {
     /// Append the path of an entry (`prefix` is its parent's path and `/`)
     /// to `out`; directories get a trailing separator when `slash_dirs`.
-    pub fn write_entry_path(
-        &self,
-        out: &mut Vec<u8>,
-        prefix: &[u8],
-        name: &[u8],
-        is_dir: bool,
-        slash_dirs: bool,
-    ) {
+    pub fn write_entry_path(&self, out: &mut Vec<u8>, prefix: &[u8], name: &[u8], is_dir: bool, slash_dirs: bool) {
         let start = out.len();
         let mut prefix = prefix;
         if self.strip_cwd_prefix {

@@ -113,9 +113,9 @@ pub fn has_uppercase(pattern: &str) -> bool {
             HirKind::Class(Class::Unicode(ranges)) => ranges
                 .iter()
                 .any(|r| r.start().is_uppercase() || r.end().is_uppercase()),
-            HirKind::Class(Class::Bytes(ranges)) => ranges.iter().any(|r| {
-                char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase()
-            }),
+            HirKind::Class(Class::Bytes(ranges)) => ranges
+                .iter()
+                .any(|r| char::from(r.start()).is_uppercase() || char::from(r.end()).is_uppercase()),
             HirKind::Capture(c) => walk(&c.sub),
             HirKind::Repetition(r) => walk(&r.sub),
             HirKind::Concat(hirs) | HirKind::Alternation(hirs) => hirs.iter().any(walk),
@@ -134,10 +134,8 @@ pub fn only_matches_hidden(pattern: &str) -> bool {
     let HirKind::Concat(hirs) = hir.kind() else {
         return false;
     };
-    matches!(
-        hirs.first().map(Hir::kind),
-        Some(HirKind::Look(Look::Start))
-    ) && matches!(hirs.get(1).map(Hir::kind), Some(HirKind::Literal(Literal(b))) if b.starts_with(b"."))
+    matches!(hirs.first().map(Hir::kind), Some(HirKind::Look(Look::Start)))
+        && matches!(hirs.get(1).map(Hir::kind), Some(HirKind::Literal(Literal(b))) if b.starts_with(b"."))
 }
 
 impl NameMatcher {
@@ -158,13 +156,17 @@ impl NameMatcher {
                 if let Some(spelled) = hir.as_ref().and_then(|hir| Spelled::of(hir, names)) {
                     return Ok(Pattern::Spelled(spelled));
                 }
-                let regex = RegexBuilder::new(s).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().map_err(|e| {
-                    format!(
+                let regex = RegexBuilder::new(s)
+                    .case_insensitive(!case_sensitive)
+                    .dot_matches_new_line(true)
+                    .build()
+                    .map_err(|e| {
+                        format!(
                         "{e}\n\nNote: You can search for literal substrings with '--fixed-strings' or literal strings \
                          with '--exact' options (instead of a regular expression). Alternatively, you can also use \
                          the '--glob' option to match on a glob pattern."
                     )
-                })?;
+                    })?;
                 Ok(Pattern::Regex(regex, hir.as_ref().and_then(|hir| Endings::of([hir]))))
             })
             .collect::<Result<Vec<_>, String>>()?;
@@ -176,12 +178,16 @@ impl NameMatcher {
                 .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
                 .collect();
             let hirs: Option<Vec<Hir>> = sources.iter().map(|s| parse_with(s, true, false)).collect();
-            let spelled: Option<Vec<Spelled>> =
-                hirs.as_ref().and_then(|hirs| hirs.iter().map(|hir| Spelled::of(hir, true)).collect());
+            let spelled: Option<Vec<Spelled>> = hirs
+                .as_ref()
+                .and_then(|hirs| hirs.iter().map(|hir| Spelled::of(hir, true)).collect());
             Some(match spelled {
                 Some(spelled) => Extensions::Spelled(spelled),
                 None => {
-                    let set = RegexSetBuilder::new(&sources).case_insensitive(true).build().map_err(|e| e.to_string())?;
+                    let set = RegexSetBuilder::new(&sources)
+                        .case_insensitive(true)
+                        .build()
+                        .map_err(|e| e.to_string())?;
                     Extensions::Regex(set, hirs.as_deref().and_then(Endings::of))
                 }
             })
@@ -253,7 +259,9 @@ impl Endings {
             let seq = Extractor::new().kind(ExtractKind::Suffix).extract(hir);
             // An empty ending admits everything; no literal at all, nothing:
             // neither is worth a check.
-            let literals = seq.literals().filter(|l| !l.is_empty() && l.iter().all(|l| !l.is_empty()))?;
+            let literals = seq
+                .literals()
+                .filter(|l| !l.is_empty() && l.iter().all(|l| !l.is_empty()))?;
             endings.extend(literals.iter().map(|l| l.as_bytes().to_ascii_lowercase()));
         }
         endings.sort_unstable();
@@ -286,7 +294,10 @@ impl Endings {
     #[inline]
     fn admit(&self, subject: &[u8]) -> bool {
         subject.last().is_some_and(|&b| self.last_bytes[usize::from(b)])
-            && self.endings.iter().any(|e| subject.len() >= e.len() && subject[subject.len() - e.len()..].eq_ignore_ascii_case(e))
+            && self
+                .endings
+                .iter()
+                .any(|e| subject.len() >= e.len() && subject[subject.len() - e.len()..].eq_ignore_ascii_case(e))
     }
 }
 
@@ -295,7 +306,9 @@ impl Pattern {
     fn is_match(&self, subject: &[u8]) -> bool {
         match self {
             Pattern::Spelled(spelled) => spelled.is_match(subject),
-            Pattern::Regex(regex, endings) => endings.as_ref().is_none_or(|e| e.admit(subject)) && regex.is_match(subject),
+            Pattern::Regex(regex, endings) => {
+                endings.as_ref().is_none_or(|e| e.admit(subject)) && regex.is_match(subject)
+            }
         }
     }
 }
@@ -379,8 +392,10 @@ mod tests {
 
     /// The endings of these sources, parsed with these flags.
     fn endings_of(sources: &[&str], case_insensitive: bool, dot_matches_new_line: bool) -> Option<Endings> {
-        let hirs: Vec<Hir> =
-            sources.iter().map(|s| parse_with(s, case_insensitive, dot_matches_new_line).unwrap()).collect();
+        let hirs: Vec<Hir> = sources
+            .iter()
+            .map(|s| parse_with(s, case_insensitive, dot_matches_new_line).unwrap())
+            .collect();
         Endings::of(&hirs)
     }
 
@@ -392,7 +407,11 @@ mod tests {
         assert!(e.endings.contains(&b"7.rs".to_vec()) && e.endings.contains(&".r\u{17f}".as_bytes().to_vec()));
         // Too many to compare: cut down to the bytes they end with.
         let e = endings_of(&[r"[a-z][0-9]\.(rs|gz|py|go|js)$"], false, true).unwrap();
-        assert!(e.endings.len() <= MAX_ENDINGS && e.endings.contains(&b".rs".to_vec()), "{:?}", e.endings);
+        assert!(
+            e.endings.len() <= MAX_ENDINGS && e.endings.contains(&b".rs".to_vec()),
+            "{:?}",
+            e.endings
+        );
         assert!(endings_of(&[r".\.rs$", r".\.tar\.gz$"], true, false).is_some());
         assert!(endings_of(&[r"\.rs"], false, true).is_none());
         assert!(endings_of(&[r"a$|b"], false, true).is_none());
@@ -403,16 +422,36 @@ mod tests {
     #[test]
     fn endings_never_turn_down_a_match() {
         let names: [&[u8]; 14] = [
-            b"main.rs", b"a1.rs", b"A1.RS", b"x.r\xc5\xbf", b"9.R\xc5\xbf", b"rs", b".rs", b"\n.rs", b"a.rs.bak",
-            b"\xff.rs", b"\xe2\x84\xaa", b"k", b"a.tar.gz", b"a.TAR.GZ",
+            b"main.rs",
+            b"a1.rs",
+            b"A1.RS",
+            b"x.r\xc5\xbf",
+            b"9.R\xc5\xbf",
+            b"rs",
+            b".rs",
+            b"\n.rs",
+            b"a.rs.bak",
+            b"\xff.rs",
+            b"\xe2\x84\xaa",
+            b"k",
+            b"a.tar.gz",
+            b"a.TAR.GZ",
         ];
         // Through the regex path, which spelled patterns would bypass.
         for pattern in [r"[0-9]\.rs$", r"\.rs$", r"s$", r"k$", r"(rs|gz)$", r"^a.*\.gz$"] {
             for case_sensitive in [true, false] {
-                let regex = RegexBuilder::new(pattern).case_insensitive(!case_sensitive).dot_matches_new_line(true).build().unwrap();
+                let regex = RegexBuilder::new(pattern)
+                    .case_insensitive(!case_sensitive)
+                    .dot_matches_new_line(true)
+                    .build()
+                    .unwrap();
                 let m = Pattern::Regex(regex.clone(), endings_of(&[pattern], !case_sensitive, true));
                 for name in names {
-                    assert_eq!(m.is_match(name), regex.is_match(name), "{pattern} {case_sensitive} {name:?}");
+                    assert_eq!(
+                        m.is_match(name),
+                        regex.is_match(name),
+                        "{pattern} {case_sensitive} {name:?}"
+                    );
                 }
             }
         }
@@ -421,8 +460,16 @@ mod tests {
         let endings = endings_of(&sources, true, false).unwrap();
         let spelled = NameMatcher::new(&[], false, &["rs".into(), "tar.gz".into(), "k".into()], None).unwrap();
         for name in names.iter().chain([&b"a.\xe2\x84\xaa"[..], b"a.K", b"a\n.rs"].iter()) {
-            assert_eq!(endings.admit(name) && set.is_match(name), set.is_match(name), "{name:?}");
-            assert_eq!(spelled.matches(b"", name, &mut Vec::new()), set.is_match(name), "{name:?}");
+            assert_eq!(
+                endings.admit(name) && set.is_match(name),
+                set.is_match(name),
+                "{name:?}"
+            );
+            assert_eq!(
+                spelled.matches(b"", name, &mut Vec::new()),
+                set.is_match(name),
+                "{name:?}"
+            );
         }
     }
 }

@@ -79,9 +79,7 @@ impl Sink {
     /// A writer for one walking thread.
     pub fn writer(&self) -> ResultWriter<'_> {
         match &self.target {
-            Target::Print(cfg) => {
-                ResultWriter::Print(Listing::new(cfg, Buffer::new(self.stdout.clone())))
-            }
+            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, Buffer::new(self.stdout.clone()))),
             Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
         }
     }

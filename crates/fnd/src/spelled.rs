@@ -47,7 +47,11 @@ impl Spelled {
     pub fn of(hir: &Hir, names: bool) -> Option<Spelled> {
         let mut items = Vec::new();
         flatten(hir, &mut items);
-        let mut spelled = Spelled { pieces: Vec::new(), at_start: false, at_end: false };
+        let mut spelled = Spelled {
+            pieces: Vec::new(),
+            at_start: false,
+            at_end: false,
+        };
         let mut rest = &items[..];
         if let [first, tail @ ..] = rest {
             if matches!(first.kind(), HirKind::Look(Look::Start)) {
@@ -93,7 +97,9 @@ impl Spelled {
             (false, false) => match self.pieces[..] {
                 // `.`, the pattern of `fnd .`: settled by one ASCII byte, in
                 // a listing's every name.
-                [Piece::AnyChar { newline }] if subject.iter().any(|&b| b.is_ascii() && (newline || b != b'\n')) => true,
+                [Piece::AnyChar { newline }] if subject.iter().any(|&b| b.is_ascii() && (newline || b != b'\n')) => {
+                    true
+                }
                 _ => (0..=subject.len()).any(|at| self.forward_from(subject, at).is_some()),
             },
         }
@@ -128,13 +134,20 @@ fn flatten<'a>(hir: &'a Hir, out: &mut Vec<&'a Hir>) {
 
 /// `.*` over bytes, or a glob's `[^/]*` when subjects are names.
 fn is_any_run(hir: &Hir, names: bool) -> bool {
-    let HirKind::Repetition(Repetition { min: 0, max: None, sub, .. }) = hir.kind() else {
+    let HirKind::Repetition(Repetition {
+        min: 0, max: None, sub, ..
+    }) = hir.kind()
+    else {
         return false;
     };
     let HirKind::Class(Class::Bytes(class)) = sub.kind() else {
         return false;
     };
-    let count: usize = class.ranges().iter().map(|r| usize::from(r.end() - r.start()) + 1).sum();
+    let count: usize = class
+        .ranges()
+        .iter()
+        .map(|r| usize::from(r.end() - r.start()) + 1)
+        .sum();
     let has_slash = class.ranges().iter().any(|r| (r.start()..=r.end()).contains(&b'/'));
     count == 256 || (names && count == 255 && !has_slash)
 }
@@ -167,7 +180,12 @@ impl Piece {
                     [all] if all.start() == '\0' && all.end() == char::MAX => {
                         return Some(Piece::AnyChar { newline: true });
                     }
-                    [below, above] if below.start() == '\0' && below.end() == '\t' && above.start() == '\x0b' && above.end() == char::MAX => {
+                    [below, above]
+                        if below.start() == '\0'
+                            && below.end() == '\t'
+                            && above.start() == '\x0b'
+                            && above.end() == char::MAX =>
+                    {
                         return Some(Piece::AnyChar { newline: false });
                     }
                     _ => {}
@@ -238,36 +256,100 @@ mod tests {
     }
 
     const NAMES: &[&[u8]] = &[
-        b"", b"walk", b"WALK", b"wal\xe2\x84\xaa", b"walker", b"sidewalk", b"a_walk_b", b"config_walk.c",
-        b"Config_Walk.C", b"main.rs", b"a1.rs", b"A1.RS", b"x.r\xc5\xbf", b"9.R\xc5\xbf", b"rs", b".rs", b"\n.rs",
-        b"a.rs.bak", b"\xff.rs", b"\xe2\x84\xaa", b"k", b"a.tar.gz", b"a.TAR.GZ", b"\xc3\xa9t\xc3\xa9", b"\xc3\x89T\xc3\x89",
-        b"\xed\xa0\x80.rs", b"\xf0\x9f\xa6\x80.rs", b"\xc3.rs", b"a/b.rs", b"x\xffwalk", b"walk\xff", b"ab", b"abab", b"a\n.rs", b"\n", b"\nwalk",
+        b"",
+        b"walk",
+        b"WALK",
+        b"wal\xe2\x84\xaa",
+        b"walker",
+        b"sidewalk",
+        b"a_walk_b",
+        b"config_walk.c",
+        b"Config_Walk.C",
+        b"main.rs",
+        b"a1.rs",
+        b"A1.RS",
+        b"x.r\xc5\xbf",
+        b"9.R\xc5\xbf",
+        b"rs",
+        b".rs",
+        b"\n.rs",
+        b"a.rs.bak",
+        b"\xff.rs",
+        b"\xe2\x84\xaa",
+        b"k",
+        b"a.tar.gz",
+        b"a.TAR.GZ",
+        b"\xc3\xa9t\xc3\xa9",
+        b"\xc3\x89T\xc3\x89",
+        b"\xed\xa0\x80.rs",
+        b"\xf0\x9f\xa6\x80.rs",
+        b"\xc3.rs",
+        b"a/b.rs",
+        b"x\xffwalk",
+        b"walk\xff",
+        b"ab",
+        b"abab",
+        b"a\n.rs",
+        b"\n",
+        b"\nwalk",
     ];
 
     #[test]
     fn spelled_patterns_match_as_the_regex_does() {
         let patterns = [
-            "walk", "^walk$", "^walk", "walk$", r"^config_walk\.c$", r"\.rs$", r"[0-9]\.rs$", r".\.rs$",
-            r".\.tar\.gz$", "k", "^k$", "ſ", "été", "^été$", r"(?-u)\xff", r"^(wa)(lk)$", "^$", "ab", "^(?:ab)$",
-            r"\.r.$", r"^.\.rs$", "^a.*$", "^.*walk$",
+            "walk",
+            "^walk$",
+            "^walk",
+            "walk$",
+            r"^config_walk\.c$",
+            r"\.rs$",
+            r"[0-9]\.rs$",
+            r".\.rs$",
+            r".\.tar\.gz$",
+            "k",
+            "^k$",
+            "ſ",
+            "été",
+            "^été$",
+            r"(?-u)\xff",
+            r"^(wa)(lk)$",
+            "^$",
+            "ab",
+            "^(?:ab)$",
+            r"\.r.$",
+            r"^.\.rs$",
+            "^a.*$",
+            "^.*walk$",
         ];
         let globs = ["*.rs", "walk*", "?.rs", "[0-9].rs", "*walk*", "a/*.rs", "**/b.rs", "*"];
         let sources = patterns
             .iter()
             .map(|p| p.to_string())
             .chain(globs.iter().map(|g| to_regex(g, Syntax::Glob).unwrap()))
-            .chain(["été", "a.rs", "x(y"].iter().map(|e| to_regex(e, Syntax::Exact).unwrap()));
+            .chain(
+                ["été", "a.rs", "x(y"]
+                    .iter()
+                    .map(|e| to_regex(e, Syntax::Exact).unwrap()),
+            );
         let mut spelled_count = 0;
         for source in sources {
             for (case_insensitive, dot_all) in [(false, true), (true, true), (true, false)] {
-                let regex = RegexBuilder::new(&source).case_insensitive(case_insensitive).dot_matches_new_line(dot_all).build().unwrap();
+                let regex = RegexBuilder::new(&source)
+                    .case_insensitive(case_insensitive)
+                    .dot_matches_new_line(dot_all)
+                    .build()
+                    .unwrap();
                 for names in [false, true] {
                     let Some(spelled) = Spelled::of(&hir_with(&source, case_insensitive, dot_all), names) else {
                         continue;
                     };
                     spelled_count += 1;
                     for &name in NAMES.iter().filter(|n| !names || !n.contains(&b'/')) {
-                        assert_eq!(spelled.is_match(name), regex.is_match(name), "{source} i={case_insensitive} {name:?}");
+                        assert_eq!(
+                            spelled.is_match(name),
+                            regex.is_match(name),
+                            "{source} i={case_insensitive} {name:?}"
+                        );
                     }
                 }
             }
@@ -277,9 +359,20 @@ mod tests {
 
     #[test]
     fn common_searches_are_spelled() {
-        for pattern in [".", "walk", r"^config_walk\.c$", r"[0-9]\.rs$", r"^walk_tree", r".\.tar\.gz$", "été"] {
+        for pattern in [
+            ".",
+            "walk",
+            r"^config_walk\.c$",
+            r"[0-9]\.rs$",
+            r"^walk_tree",
+            r".\.tar\.gz$",
+            "été",
+        ] {
             for (case_insensitive, dot_all) in [(false, true), (true, true), (true, false)] {
-                assert!(Spelled::of(&hir_with(pattern, case_insensitive, dot_all), true).is_some(), "{pattern}");
+                assert!(
+                    Spelled::of(&hir_with(pattern, case_insensitive, dot_all), true).is_some(),
+                    "{pattern}"
+                );
             }
         }
     }

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor,
-    WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder,
 };
 
 use crate::cli::SortArg;
@@ -58,9 +57,7 @@ impl Finder {
             };
             matcher.matches(entry.parent_prefix, entry.name, scratch)
         });
-        name_ok
-            && (self.filters.is_empty()
-                || self.filters.matches(&Candidate::new(entry, self.follow)))
+        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
     }
 }
 
@@ -150,9 +147,7 @@ impl Visitor for Printer<'_> {
         if let Some(key) = cfg.sort_by_metadata {
             let prefix = chunk.prefix();
             let order = sorted_by(chunk, key);
-            let printed = order[..allowed]
-                .iter()
-                .all(|&i| out.entry(&chunk.get(i), prefix));
+            let printed = order[..allowed].iter().all(|&i| out.entry(&chunk.get(i), prefix));
             return if printed { after } else { Flow::Stop };
         }
         if allowed < chunk.len() {
@@ -226,8 +221,7 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     for root in &roots[1..] {
         builder = builder.add_root(root);
     }
-    let needs_finder =
-        ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
+    let needs_finder = ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
     let finder = needs_finder.then(|| {
         Arc::new(Finder {
             ignore,

@@ -108,11 +108,7 @@ fn bad_values_are_rejected_with_fds_exit_code_and_a_short_error() {
     for &(args, code) in REJECTED {
         let out = fnd_in(tmp.path(), args);
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "{args:?}: exit status\n{stderr}"
-        );
+        assert_eq!(out.status.code(), Some(code), "{args:?}: exit status\n{stderr}");
         // One line saying what is wrong, past clap's usual help lines
         // (regex errors point at the spot, over several lines, as fd's do).
         let clap_help = |l: &str| {
@@ -129,10 +125,7 @@ fn bad_values_are_rejected_with_fds_exit_code_and_a_short_error() {
             "{args:?}: error message: {stderr:?}"
         );
         let is_regex = first.contains("regex parse error");
-        assert!(
-            is_regex || lines.len() <= 2,
-            "{args:?}: a short error, got:\n{stderr}"
-        );
+        assert!(is_regex || lines.len() <= 2, "{args:?}: a short error, got:\n{stderr}");
         if fd {
             let theirs = Command::new("fd")
                 .args(args)
@@ -171,9 +164,7 @@ const ACCEPTED: &[&[&str]] = &[
     &["-F", ""],
     &["-g", ""],
     &["--batch-size", "0", "-X", "true"],
-    &[
-        "-x", "true", "{}", "{/}", "{//}", "{.}", "{/.}", "{{", "}}", "{size}",
-    ],
+    &["-x", "true", "{}", "{/}", "{//}", "{.}", "{/.}", "{{", "}}", "{size}"],
 ];
 
 fn assert_succeeds(dir: &std::path::Path, args: &[&str]) {
@@ -192,11 +183,7 @@ fn odd_but_valid_values_do_not_fail() {
     let fd = fd_10_5();
     for &args in ACCEPTED {
         assert_succeeds(tmp.path(), args);
-        let fd_args: Vec<&str> = args
-            .iter()
-            .copied()
-            .filter(|a| !a.contains("{size}"))
-            .collect();
+        let fd_args: Vec<&str> = args.iter().copied().filter(|a| !a.contains("{size}")).collect();
         if fd && fd_args.len() == args.len() {
             let theirs = Command::new("fd")
                 .args(args)
@@ -238,10 +225,7 @@ fn invalid_utf8_arguments_are_handled() {
             .stdout(Stdio::null())
             .output()
             .unwrap();
-        let shown: Vec<String> = args
-            .iter()
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
+        let shown: Vec<String> = args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect();
         assert_no_panic(&out, &shown);
     }
 }
@@ -320,12 +304,8 @@ fn flag() -> impl Strategy<Value = Vec<String>> {
 }
 
 fn pattern() -> impl Strategy<Value = Vec<String>> {
-    prop_oneof![
-        "[a-z.]{0,6}",
-        "[()\\[\\]{}|*+?^$\\\\a-z.0-9,]{0,10}",
-        ".{0,6}"
-    ]
-    .prop_map(|p| vec!["--".to_string(), p.replace('\0', "")])
+    prop_oneof!["[a-z.]{0,6}", "[()\\[\\]{}|*+?^$\\\\a-z.0-9,]{0,10}", ".{0,6}"]
+        .prop_map(|p| vec!["--".to_string(), p.replace('\0', "")])
 }
 
 proptest! {

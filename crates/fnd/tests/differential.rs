@@ -220,8 +220,7 @@ fn fnd_agrees_with_fd() {
                 .replace("fd --", "fnd --")
                 .replace("  fd .", "  fnd .");
             // Errors of parallel threads come in any order; usage errors need only agree on the exit code.
-            let stderr_agrees = sorted_lines(&fd_err) == sorted_lines(&got.stderr)
-                || (want.code == 2 && got.code == 2);
+            let stderr_agrees = sorted_lines(&fd_err) == sorted_lines(&got.stderr) || (want.code == 2 && got.code == 2);
             if want.code != got.code || want.lines != got.lines || !stderr_agrees {
                 let show = |r: &Run| {
                     r.lines

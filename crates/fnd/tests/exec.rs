@@ -23,9 +23,15 @@ fn exec_passes_arguments_verbatim() {
 fn exec_appends_the_path_and_keeps_dot_slash() {
     let t = tree();
     let out = fnd(t.path()).args(["-t", "f", "-x", "echo", "got"]).output().unwrap();
-    assert_eq!(sorted_lines(&out.stdout), ["got ./a/b.d/y", "got ./a/x.tar.gz", "got ./exe"]);
+    assert_eq!(
+        sorted_lines(&out.stdout),
+        ["got ./a/b.d/y", "got ./a/x.tar.gz", "got ./exe"]
+    );
     // Several commands per result, separated by `;`, run in order.
-    let out = fnd(t.path()).args(["^y$", "-x", "echo", "{}", ";", "-x", "echo", "{//}"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["^y$", "-x", "echo", "{}", ";", "-x", "echo", "{//}"])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "./a/b.d/y\n./a/b.d\n");
 }
 
@@ -33,7 +39,10 @@ fn exec_appends_the_path_and_keeps_dot_slash() {
 fn each_commands_output_stays_together() {
     let t = tree();
     let script = "printf 1; sleep 0.05; printf '2\\n'; printf e >&2; printf 'r\\n' >&2";
-    let out = fnd(t.path()).args(["-j4", "-t", "f", "-x", "sh", "-c", script]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-j4", "-t", "f", "-x", "sh", "-c", script])
+        .output()
+        .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "12\n".repeat(3));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "er\n".repeat(3));
 }
@@ -46,28 +55,46 @@ fn exec_batch_and_batch_size() {
     let mut words: Vec<&str> = line.split_whitespace().collect();
     words.sort();
     assert_eq!(words, ["./a/b.d/y", "./a/x.tar.gz", "./exe", "n"]);
-    let out = fnd(t.path()).args(["-t", "f", "--batch-size", "2", "-X", "echo"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-t", "f", "--batch-size", "2", "-X", "echo"])
+        .output()
+        .unwrap();
     let lines = sorted_lines(&out.stdout);
     assert_eq!(lines.len(), 2, "{lines:?}");
     // No result, no command.
-    let out = fnd(t.path()).args(["nothing-matches", "-X", "echo", "ran"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["nothing-matches", "-X", "echo", "ran"])
+        .output()
+        .unwrap();
     assert!(out.status.success() && out.stdout.is_empty());
 }
 
 #[test]
 fn missing_and_failing_commands_exit_1() {
     let t = tree();
-    let out = fnd(t.path()).args(["^exe$", "-x", "fnd-no-such-command"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["^exe$", "-x", "fnd-no-such-command"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "[fnd error]: Command not found: fnd-no-such-command\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "[fnd error]: Command not found: fnd-no-such-command\n"
+    );
     let out = fnd(t.path()).args(["-X", "fnd-no-such-command"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "[fnd error]: Command not found: fnd-no-such-command\n");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "[fnd error]: Command not found: fnd-no-such-command\n"
+    );
     for flag in ["-x", "-X"] {
         let out = fnd(t.path()).args([flag, "false"]).output().unwrap();
         assert_eq!(out.status.code(), Some(1), "{flag} false");
     }
-    let out = fnd(t.path()).args(["-t", "f", "-x", "sh", "-c", "echo out; echo err >&2; exit 3"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-t", "f", "-x", "sh", "-c", "echo out; echo err >&2; exit 3"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(sorted_lines(&out.stdout), ["out", "out", "out"]);
 }
@@ -76,12 +103,21 @@ fn missing_and_failing_commands_exit_1() {
 fn bad_command_templates_are_usage_errors() {
     let t = tree();
     for (args, msg) in [
-        (&["-X", "echo", "{}", "{/}"][..], "Only one placeholder allowed for batch commands"),
-        (&["-X", "{}"][..], "First argument of --exec-batch must be a fixed executable, not a placeholder"),
+        (
+            &["-X", "echo", "{}", "{/}"][..],
+            "Only one placeholder allowed for batch commands",
+        ),
+        (
+            &["-X", "{}"][..],
+            "First argument of --exec-batch must be a fixed executable, not a placeholder",
+        ),
     ] {
         let out = fnd(t.path()).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: {msg}\n")), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).starts_with(&format!("error: {msg}\n")),
+            "{args:?}"
+        );
     }
     let out = fnd(t.path()).args(["-l", "-x", "echo"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -92,7 +128,10 @@ fn list_details_runs_ls() {
     let t = tree();
     let out = fnd(t.path()).args(["-l", "-e", "gz"]).output().unwrap();
     let line = String::from_utf8_lossy(&out.stdout);
-    assert!(line.starts_with("-rw-r--r-- 1 ") && line.ends_with(" ./a/x.tar.gz\n"), "{line:?}");
+    assert!(
+        line.starts_with("-rw-r--r-- 1 ") && line.ends_with(" ./a/x.tar.gz\n"),
+        "{line:?}"
+    );
 }
 
 #[test]
@@ -100,7 +139,10 @@ fn completions_and_man_page() {
     let t = tree();
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
         let out = fnd(t.path()).args(["--gen-completions", shell]).output().unwrap();
-        assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).contains("exec-batch"), "{shell}");
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("exec-batch"),
+            "{shell}"
+        );
     }
     let out = fnd(t.path()).arg("--gen-man").output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with(".ie"));

@@ -42,10 +42,7 @@ fn read_a_little_then_close(cmd: &mut Command) -> (std::process::ExitStatus, Str
     std::io::Read::read_exact(&mut child.stdout.take().unwrap(), &mut first).unwrap();
     // The reader is dropped here: the pipe is closed.
     let out = child.wait_with_output().unwrap();
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -54,9 +51,7 @@ fn closed_stdout_stops_quietly_with_fds_exit_status() {
     many_files(tmp.path(), 30_000, 40);
     // fd 10.5 exits 1 without a word when its output is closed (`fd | head -1`).
     let expected = match fd() {
-        Some(mut fd) => read_a_little_then_close(fd.args(["-u", "."]).arg(tmp.path()))
-            .0
-            .code(),
+        Some(mut fd) => read_a_little_then_close(fd.args(["-u", "."]).arg(tmp.path())).0.code(),
         None => Some(1),
     };
     for args in [
@@ -70,11 +65,7 @@ fn closed_stdout_stops_quietly_with_fds_exit_status() {
             stderr.is_empty(),
             "{args:?}: no message on a closed pipe, got {stderr:?}"
         );
-        assert_eq!(
-            status.code(),
-            expected,
-            "{args:?}: exit status on a closed pipe"
-        );
+        assert_eq!(status.code(), expected, "{args:?}: exit status on a closed pipe");
     }
 }
 
@@ -92,17 +83,10 @@ fn full_output_is_one_clear_error_and_exit_1() {
         &["-u", "-0", "."],
         &["-u", "--format", "{/}", "."],
     ] {
-        let out = run(fnd()
-            .args(args)
-            .arg(tmp.path())
-            .stdout(full.try_clone().unwrap()));
+        let out = run(fnd().args(args).arg(tmp.path()).stdout(full.try_clone().unwrap()));
         let stderr = String::from_utf8_lossy(&out.stderr);
         // fd: "[fd error]: Could not write to output: No space left on device (os error 28)"
-        assert_eq!(
-            stderr.lines().count(),
-            1,
-            "{args:?}: one error line, got {stderr:?}"
-        );
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one error line, got {stderr:?}");
         assert!(
             stderr.starts_with("[fnd error]: Could not write to output: No space left on device"),
             "{args:?}: {stderr:?}"
@@ -125,21 +109,11 @@ fn libc_sigint() -> i32 {
 fn sigint_mid_walk_exits_130_with_colours_reset() {
     let tmp = scratch_dir();
     many_files(tmp.path(), 20_000, 40);
-    for (colour, hyperlink) in [
-        ("never", "never"),
-        ("always", "never"),
-        ("always", "always"),
-    ] {
+    for (colour, hyperlink) in [("never", "never"), ("always", "never"), ("always", "always")] {
         let mut cmd = fnd();
         cmd.env_remove("NO_COLOR")
             .env("LS_COLORS", "di=01;34:*0=01;32:*1=4;31:*2=35")
-            .args([
-                "-u",
-                "--color",
-                colour,
-                &format!("--hyperlink={hyperlink}"),
-                ".",
-            ])
+            .args(["-u", "--color", colour, &format!("--hyperlink={hyperlink}"), "."])
             .arg(tmp.path());
         // Interrupted after the first 64 KiB of some 900 KiB of output.
         let Some((out, status)) = on_pty(&mut cmd, Some(64 * 1024)) else {
@@ -187,19 +161,11 @@ fn sigint_on_a_pipe_ends_the_walk() {
     let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut line = Vec::new();
     reader.read_until(b'\n', &mut line).unwrap();
-    rustix::process::kill_process(
-        rustix::process::Pid::from_child(&child),
-        rustix::process::Signal::INT,
-    )
-    .unwrap();
+    rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::INT).unwrap();
     let mut rest = Vec::new();
     std::io::Read::read_to_end(&mut reader, &mut rest).unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        interrupted(out.status),
-        "status after SIGINT: {:?}",
-        out.status
-    );
+    assert!(interrupted(out.status), "status after SIGINT: {:?}", out.status);
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 }
 
@@ -213,26 +179,15 @@ fn missing_or_failing_commands_report_as_fd_does() {
     // fd 10.5: one "Command not found" per result with -x, one in all with
     // -X, exit 1; a command that fails makes the exit status 1, quietly.
     let cases: [(&[&str], usize, &str); 6] = [
-        (
-            &["-x", missing],
-            3,
-            "Command not found: fnd-test-no-such-command",
-        ),
-        (
-            &["-X", missing],
-            1,
-            "Command not found: fnd-test-no-such-command",
-        ),
+        (&["-x", missing], 3, "Command not found: fnd-test-no-such-command"),
+        (&["-X", missing], 1, "Command not found: fnd-test-no-such-command"),
         (&["-x", "false"], 0, ""),
         (&["-X", "false"], 0, ""),
         (&["-x", "sh", "-c", "exit 7"], 0, ""),
         (&["-X", "sh", "-c", "exit 7"], 0, ""),
     ];
     for (exec, lines, message) in cases {
-        let out = run(fnd()
-            .args(["-u", "-t", "f", "."])
-            .arg(tmp.path())
-            .args(exec));
+        let out = run(fnd().args(["-u", "-t", "f", "."]).arg(tmp.path()).args(exec));
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{exec:?}: {stderr}");
         assert_eq!(stderr.lines().count(), lines, "{exec:?}: {stderr}");
@@ -313,19 +268,11 @@ fn hostile_names_reach_commands_verbatim() {
     }
     for flag in ["-x", "-X"] {
         // From the working directory: `./` kept, so `-rf` is no option.
-        let out = run(fnd()
-            .args(["-u", flag, "printf", "%s\\0"])
-            .current_dir(tmp.path()));
+        let out = run(fnd().args(["-u", flag, "printf", "%s\\0"]).current_dir(tmp.path()));
         assert!(out.status.success(), "{flag}: {out:?}");
-        let got: HashSet<Vec<u8>> = records(&out.stdout)
-            .into_iter()
-            .map(|r| r.to_vec())
-            .collect();
+        let got: HashSet<Vec<u8>> = records(&out.stdout).into_iter().map(|r| r.to_vec()).collect();
         let expected: HashSet<Vec<u8>> = names.iter().map(|n| [&b"./"[..], n].concat()).collect();
-        assert!(
-            got == expected,
-            "{flag}: names changed on their way to the command"
-        );
+        assert!(got == expected, "{flag}: names changed on their way to the command");
     }
 }
 
@@ -339,17 +286,10 @@ fn unreadable_entries_are_listed_and_errors_shown_only_when_asked() {
         .map(|p| [root, b"/", p.as_bytes()].concat())
         .collect();
     for order in ["dfs", "bfs", "parallel"] {
-        let Some(quiet) = as_nobody(
-            env!("CARGO_BIN_EXE_fnd"),
-            &["-u", "-0", "--order", order, "."],
-            r,
-        ) else {
+        let Some(quiet) = as_nobody(env!("CARGO_BIN_EXE_fnd"), &["-u", "-0", "--order", order, "."], r) else {
             return;
         };
-        let got: HashSet<Vec<u8>> = records(&quiet.stdout)
-            .into_iter()
-            .map(|p| p.to_vec())
-            .collect();
+        let got: HashSet<Vec<u8>> = records(&quiet.stdout).into_iter().map(|p| p.to_vec()).collect();
         assert!(
             got == expected,
             "{order}: unreadable entries are listed: {:?}",
@@ -372,10 +312,7 @@ fn unreadable_entries_are_listed_and_errors_shown_only_when_asked() {
         // fd: "[fd error]: <root>/locked: Permission denied (os error 13)", exit 0.
         assert_eq!(
             stderr.trim_end(),
-            format!(
-                "[fnd error]: {}/locked: Permission denied (os error 13)",
-                r.display()
-            ),
+            format!("[fnd error]: {}/locked: Permission denied (os error 13)", r.display()),
             "{order}"
         );
         assert_eq!(shown.status.code(), Some(0), "{order}");

@@ -38,10 +38,7 @@ fn hostile_tree(root: &Path) -> HashSet<Vec<u8>> {
     for name in hostile_names() {
         touch_at(&files, &name);
         mkdir_at(&dirs, &name);
-        touch_at(
-            open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(),
-            &name,
-        );
+        touch_at(open_dir(&dirs, std::ffi::OsStr::from_bytes(&name)).unwrap(), &name);
         expected.insert(cat(&[&r, b"/files/", &name]));
         expected.insert(cat(&[&r, b"/dirs/", &name, b"/"]));
         expected.insert(cat(&[&r, b"/dirs/", &name, b"/", &name]));
@@ -54,9 +51,7 @@ fn hostile_names_are_printed_byte_exact_on_a_pipe() {
     let tmp = tempfile::tempdir().unwrap();
     let expected = hostile_tree(tmp.path());
     for order in ["dfs", "bfs", "parallel"] {
-        let out = run(fnd()
-            .args(["-u", "-0", "--order", order, "."])
-            .arg(tmp.path()));
+        let out = run(fnd().args(["-u", "-0", "--order", order, "."]).arg(tmp.path()));
         assert!(out.status.success() && out.stderr.is_empty(), "{out:?}");
         let found: Vec<&[u8]> = records(&out.stdout);
         let set: HashSet<Vec<u8>> = found.iter().map(|r| r.to_vec()).collect();
@@ -72,10 +67,7 @@ fn hostile_names_are_printed_byte_exact_on_a_pipe() {
     // (one thread: the same order twice).
     let nul = run(fnd().args(["-u", "-0", "-j1", "."]).arg(tmp.path())).stdout;
     let nl = run(fnd().args(["-u", "-j1", "."]).arg(tmp.path())).stdout;
-    let swapped: Vec<u8> = nul
-        .iter()
-        .map(|&b| if b == 0 { b'\n' } else { b })
-        .collect();
+    let swapped: Vec<u8> = nul.iter().map(|&b| if b == 0 { b'\n' } else { b }).collect();
     assert!(nl == swapped, "newline output is not byte-exact");
 }
 
@@ -93,10 +85,7 @@ fn hostile_names_are_matched() {
         }
         let out = run(cmd.arg(&files));
         assert!(out.status.success(), "{args:?}: {out:?}");
-        records(&out.stdout)
-            .into_iter()
-            .map(|r| r.to_vec())
-            .collect()
+        records(&out.stdout).into_iter().map(|r| r.to_vec()).collect()
     };
     for name in hostile_names() {
         // Every name, newlines, escapes and invalid UTF-8 included, is found
@@ -111,10 +100,7 @@ fn hostile_names_are_matched() {
         }
     }
     assert_eq!(find(&[b"--", b"^-rf$"]), [f(b"-rf")].into());
-    assert_eq!(
-        find(&[b"-g", b"--", b"-*"]),
-        [f(b"-rf"), f(b"--help"), f(b"-")].into()
-    );
+    assert_eq!(find(&[b"-g", b"--", b"-*"]), [f(b"-rf"), f(b"--help"), f(b"-")].into());
     assert_eq!(find(&[b"-g", b"[[]a-z]"]), [f(b"[a-z]")].into());
     assert_eq!(find(&[b"-g", b"\\*"]), [f(b"*")].into());
     assert_eq!(find(&[b"-F", b"$(touch"]), [f(b"$(touch pwned)")].into());
@@ -150,10 +136,7 @@ fn print0_output_is_safe_for_xargs() {
         .current_dir(tmp.path())
         .env("NO_COLOR", "1"));
     assert!(piped.status.success(), "{piped:?}");
-    assert!(
-        piped.stdout == direct,
-        "paths changed on their way through xargs -0"
-    );
+    assert!(piped.stdout == direct, "paths changed on their way through xargs -0");
 }
 
 fn assert_no_raw_controls(out: &[u8], what: &str) {
@@ -213,15 +196,8 @@ fn hostile_names_are_escaped_on_a_terminal() {
             contains(&text, b"new\\x0Aline"),
             "{colour}: a newline in a name is shown escaped"
         );
-        let lines = text
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count();
-        assert_eq!(
-            lines,
-            2 + 3 * hostile_names().len(),
-            "{colour}: one line per entry"
-        );
+        let lines = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count();
+        assert_eq!(lines, 2 + 3 * hostile_names().len(), "{colour}: one line per entry");
     }
 }
 
@@ -229,9 +205,7 @@ fn hostile_names_are_escaped_on_a_terminal() {
 fn chain_listed(root: &[u8], stdout: &[u8]) -> Vec<(usize, bool)> {
     chain_seen(
         root,
-        records(stdout)
-            .into_iter()
-            .map(|r| r.strip_suffix(b"/").unwrap_or(r)),
+        records(stdout).into_iter().map(|r| r.strip_suffix(b"/").unwrap_or(r)),
     )
 }
 
@@ -296,8 +270,7 @@ fn huge_directory_streams_in_bounded_memory() {
 fn million_entry_directory_streams_in_bounded_memory() {
     let tmp = scratch_dir();
     many_files(tmp.path(), 1_000_000, 100);
-    let (found, rss_kib, status) =
-        count_and_peak_rss(fnd().args(["-u", "-0", "."]).arg(tmp.path()));
+    let (found, rss_kib, status) = count_and_peak_rss(fnd().args(["-u", "-0", "."]).arg(tmp.path()));
     assert!(status.success());
     assert_eq!(found, 1_000_000);
     eprintln!("peak RSS for 1,000,000 entries: {rss_kib} KiB");
@@ -332,18 +305,22 @@ fn symlink_loops_end_with_follow_and_dangling_links_are_listed() {
         }
         assert!(!set.contains(&p("selfname")[..]), "{order}: a link to itself listed");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let selfname = format!("{}/selfname: Too many levels of symbolic links (os error 40)", r.display());
-        assert_eq!(stderr.lines().filter(|l| l.ends_with(&selfname)).count(), 1, "{order}:\n{stderr}");
+        let selfname = format!(
+            "{}/selfname: Too many levels of symbolic links (os error 40)",
+            r.display()
+        );
+        assert_eq!(
+            stderr.lines().filter(|l| l.ends_with(&selfname)).count(),
+            1,
+            "{order}:\n{stderr}"
+        );
         for looped in ["self", "a/b/up", "a/b/abs"] {
             let path = format!("{}/{looped}", r.display());
             let reports = stderr
                 .lines()
                 .filter(|l| l.contains(&path) && l.to_lowercase().contains("loop"))
                 .count();
-            assert_eq!(
-                reports, 1,
-                "{order}: loop at {looped} reported once:\n{stderr}"
-            );
+            assert_eq!(reports, 1, "{order}: loop at {looped} reported once:\n{stderr}");
         }
     }
 }
@@ -370,13 +347,8 @@ fn tree_mutated_during_the_run() {
     let tmp = tempfile::tempdir().unwrap();
     during_churn(tmp.path(), || {
         for order in ["dfs", "bfs", "parallel", "dfs", "bfs", "parallel"] {
-            let out = run(fnd()
-                .args(["-u", "-0", "--order", order, "."])
-                .arg(tmp.path()));
-            assert!(
-                out.status.success() && out.stderr.is_empty(),
-                "{order}: {out:?}"
-            );
+            let out = run(fnd().args(["-u", "-0", "--order", order, "."]).arg(tmp.path()));
+            assert!(out.status.success() && out.stderr.is_empty(), "{order}: {out:?}");
             let found: Vec<&[u8]> = records(&out.stdout);
             let set: HashSet<&[u8]> = found.iter().copied().collect();
             assert_eq!(set.len(), found.len(), "{order}: a path printed twice");
@@ -396,10 +368,7 @@ fn hostile_search_paths_are_printed_as_given() {
     let names = hostile_names();
     for name in &names {
         mkdir_at(&top, name);
-        touch_at(
-            open_dir(&top, std::ffi::OsStr::from_bytes(name)).unwrap(),
-            b"inner",
-        );
+        touch_at(open_dir(&top, std::ffi::OsStr::from_bytes(name)).unwrap(), b"inner");
     }
     // As fd does: each result is the search path as given, a `/`, the rest
     // (but `-`, which fd 10.5 prints as `./-`).
@@ -418,11 +387,7 @@ fn hostile_search_paths_are_printed_as_given() {
         .args(names.iter().map(|n| std::ffi::OsStr::from_bytes(n)))
         .current_dir(tmp.path());
     let out = run(&mut cmd);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let found: Vec<&[u8]> = records(&out.stdout);
     let set: HashSet<Vec<u8>> = found.iter().map(|r| r.to_vec()).collect();
     assert_eq!(set.len(), found.len(), "a path printed twice");

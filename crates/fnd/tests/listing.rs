@@ -35,7 +35,11 @@ const LOW_FD_LIMIT: u32 = 32;
 fn has_print0() -> bool {
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| {
-        let out = Command::cargo_bin("fnd").unwrap().arg("--help").output().expect("run fnd --help");
+        let out = Command::cargo_bin("fnd")
+            .unwrap()
+            .arg("--help")
+            .output()
+            .expect("run fnd --help");
         support::contains(&out.stdout, b"--print0")
     })
 }
@@ -57,7 +61,11 @@ fn sorted(listing: Vec<u8>) -> Vec<u8> {
         .write_stdin(listing)
         .output()
         .expect("run sort");
-    assert!(out.status.success(), "sort failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "sort failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     out.stdout
 }
 
@@ -82,7 +90,9 @@ fn run_fnd(root: &Path, args: &[&str], fd_limit: Option<u32>) -> Output {
     let mut cmd = match fd_limit {
         Some(n) => {
             let mut sh = Command::new("sh");
-            sh.arg("-c").arg(format!("ulimit -n {n} && exec \"$0\" \"$@\"")).arg(fnd);
+            sh.arg("-c")
+                .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+                .arg(fnd);
             sh
         }
         None => Command::new(fnd),
@@ -108,8 +118,18 @@ fn show(record: &[u8]) -> String {
 fn explain_difference(what: &str, got: &[u8], want: &[u8]) -> ! {
     let records = |b: &[u8]| -> Vec<Vec<u8>> { b.split(|&c| c == separator()).map(<[u8]>::to_vec).collect() };
     let (got, want) = (records(got), records(want));
-    let missing: Vec<String> = want.iter().filter(|r| got.binary_search(r).is_err()).take(5).map(|r| show(r)).collect();
-    let extra: Vec<String> = got.iter().filter(|r| want.binary_search(r).is_err()).take(5).map(|r| show(r)).collect();
+    let missing: Vec<String> = want
+        .iter()
+        .filter(|r| got.binary_search(r).is_err())
+        .take(5)
+        .map(|r| show(r))
+        .collect();
+    let extra: Vec<String> = got
+        .iter()
+        .filter(|r| want.binary_search(r).is_err())
+        .take(5)
+        .map(|r| show(r))
+        .collect();
     let dups = got.windows(2).filter(|w| w[0] == w[1]).count();
     panic!(
         "{what}: {} records, find has {}; {dups} duplicated\n  missing (first 5): {missing:?}\n  extra (first 5): {extra:?}",
@@ -131,7 +151,12 @@ fn assert_lists_like_find(root: &Path, fd_limit: Option<u32>, expect_success: bo
         let out = run_fnd(root, &args, fd_limit);
         let what = format!("fnd {} (fd limit {fd_limit:?})", args.join(" "));
         if expect_success {
-            assert!(out.status.success(), "{what}: {:?}\n{}", out.status, String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{what}: {:?}\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let got = sorted(out.stdout);
         if got != want {

@@ -25,10 +25,7 @@ fn tree() -> tempfile::TempDir {
 #[test]
 fn types() {
     let t = tree();
-    assert_eq!(
-        fnd(t.path(), &["-td"]).sorted(),
-        expect(&["d/", "emptydir/"])
-    );
+    assert_eq!(fnd(t.path(), &["-td"]).sorted(), expect(&["d/", "emptydir/"]));
     assert_eq!(
         fnd(t.path(), &["-t", "symlink"]).sorted(),
         expect(&["dangling", "ld", "lk"])
@@ -38,16 +35,10 @@ fn types() {
         expect(&["d/", "dangling", "emptydir/", "ld", "lk"])
     );
     assert_eq!(fnd(t.path(), &["-tx"]).sorted(), expect(&["run.sh"]));
-    assert_eq!(
-        fnd(t.path(), &["-te"]).sorted(),
-        expect(&["empty", "emptydir/"])
-    );
+    assert_eq!(fnd(t.path(), &["-te"]).sorted(), expect(&["empty", "emptydir/"]));
     assert_eq!(fnd(t.path(), &["-te", "-tf"]).sorted(), expect(&["empty"]));
     // With -L a link counts as its target; a dangling link stays a link.
-    assert_eq!(
-        fnd(t.path(), &["-L", "-tl"]).sorted(),
-        expect(&["dangling"])
-    );
+    assert_eq!(fnd(t.path(), &["-L", "-tl"]).sorted(), expect(&["dangling"]));
     assert_eq!(
         fnd(t.path(), &["-L", "-td"]).sorted(),
         expect(&["d/", "emptydir/", "ld/"])
@@ -68,19 +59,13 @@ fn special_files() {
     }
     make(t.path(), &["file"]);
     assert_eq!(fnd(t.path(), &["-tp"]).sorted(), expect(&["pipe"]));
-    assert_eq!(
-        fnd(t.path(), &["-ts", "-tb", "-tc"]).sorted(),
-        Vec::<String>::new()
-    );
+    assert_eq!(fnd(t.path(), &["-ts", "-tb", "-tc"]).sorted(), Vec::<String>::new());
 }
 
 #[test]
 fn sizes() {
     let t = tree();
-    assert_eq!(
-        fnd(t.path(), &["-S", "+1k"]).sorted(),
-        expect(&["k1000", "k2000"])
-    );
+    assert_eq!(fnd(t.path(), &["-S", "+1k"]).sorted(), expect(&["k1000", "k2000"]));
     assert_eq!(
         fnd(t.path(), &["-S", "-1k", "-S", "+1b"]).sorted(),
         expect(&["d/f.txt", "k1000", "lk", "run.sh"])
@@ -150,8 +135,7 @@ fn owners() {
     let bad = fnd(t.path(), &["-o", "no-such-user-here"]);
     assert_eq!(bad.code, 2);
     assert!(
-        bad.stderr
-            .contains("'no-such-user-here' is not a recognized user name"),
+        bad.stderr.contains("'no-such-user-here' is not a recognized user name"),
         "{}",
         bad.stderr
     );

@@ -60,38 +60,25 @@ fn gitignore_applies_only_inside_a_repository() {
         return;
     }
     write(&root, ".git/info/exclude", "c.rs\n");
-    assert_eq!(
-        fnd(&root, &[]).sorted(),
-        expect(&["a.txt", "keep.log", "sub/"])
-    );
-    assert_eq!(
-        fnd(&root, &["--no-ignore-vcs"]).sorted(),
-        expect(WITHOUT_GITIGNORE)
-    );
+    assert_eq!(fnd(&root, &[]).sorted(), expect(&["a.txt", "keep.log", "sub/"]));
+    assert_eq!(fnd(&root, &["--no-ignore-vcs"]).sorted(), expect(WITHOUT_GITIGNORE));
 }
 
 #[test]
 fn hidden_and_unrestricted() {
     let (_t, root) = tree();
     let all_hidden = fnd(&root, &["-H"]).sorted();
-    assert!(
-        all_hidden.contains(&".hidden".to_string()) && all_hidden.contains(&".hdir/x".to_string())
-    );
+    assert!(all_hidden.contains(&".hidden".to_string()) && all_hidden.contains(&".hdir/x".to_string()));
     assert!(!all_hidden.contains(&"dot.tmp".to_string()));
     let no_ignore = fnd(&root, &["-I"]).sorted();
-    assert!(
-        no_ignore.contains(&"dot.tmp".to_string()) && no_ignore.contains(&"up.txt".to_string())
-    );
+    assert!(no_ignore.contains(&"dot.tmp".to_string()) && no_ignore.contains(&"up.txt".to_string()));
     assert!(!no_ignore.contains(&".hidden".to_string()));
     let u = fnd(&root, &["-u"]).sorted();
     assert_eq!(u, fnd(&root, &["-HI"]).sorted());
     assert_eq!(u, fnd(&root, &["-uu"]).sorted());
     assert!(u.contains(&".gitignore".to_string()) && u.contains(&"fd.bak".to_string()));
     // --no-hidden undoes -H.
-    assert_eq!(
-        fnd(&root, &["-H", "--no-hidden"]).sorted(),
-        fnd(&root, &[]).sorted()
-    );
+    assert_eq!(fnd(&root, &["-H", "--no-hidden"]).sorted(), fnd(&root, &[]).sorted());
 }
 
 #[test]
@@ -123,9 +110,7 @@ fn explicit_and_global_ignore_files() {
     assert!(fnd_env(&root, &["--no-global-ignore-file"], &env)
         .sorted()
         .contains(&"a.txt".to_string()));
-    assert!(fnd_env(&root, &["-I"], &env)
-        .sorted()
-        .contains(&"a.txt".to_string()));
+    assert!(fnd_env(&root, &["-I"], &env).sorted().contains(&"a.txt".to_string()));
     let _ = OsStr::new("");
 }
 
@@ -138,10 +123,7 @@ fn excludes_override_everything() {
     );
     // Applied even with -u, and a directory excluded is not entered.
     let u = fnd(&root, &["-u", "-E", "sub", "-E", ".*"]).sorted();
-    assert!(
-        !u.iter().any(|p| p.starts_with("sub") || p.starts_with('.')),
-        "{u:?}"
-    );
+    assert!(!u.iter().any(|p| p.starts_with("sub") || p.starts_with('.')), "{u:?}");
     // A glob with a slash is anchored at the search root.
     assert_eq!(
         fnd(&root, &["-E", "sub/*.rs", "-e", "rs"]).sorted(),
@@ -150,8 +132,7 @@ fn excludes_override_everything() {
     let bad = fnd(&root, &["-E", "["]);
     assert_eq!(bad.code, 1);
     assert!(
-        bad.stderr
-            .starts_with("[fnd error]: Malformed exclude pattern"),
+        bad.stderr.starts_with("[fnd error]: Malformed exclude pattern"),
         "{}",
         bad.stderr
     );

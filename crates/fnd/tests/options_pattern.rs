@@ -35,23 +35,14 @@ fn regex_matches_names_with_smart_case() {
         expect(&["Readme.md", "readme.txt"])
     );
     assert_eq!(fnd(t.path(), &["Readme"]).sorted(), expect(&["Readme.md"]));
-    assert_eq!(
-        fnd(t.path(), &["-s", "readme"]).sorted(),
-        expect(&["readme.txt"])
-    );
+    assert_eq!(fnd(t.path(), &["-s", "readme"]).sorted(), expect(&["readme.txt"]));
     assert_eq!(
         fnd(t.path(), &["-i", "README"]).sorted(),
         expect(&["Readme.md", "readme.txt"])
     );
     // The last of -s/-i wins.
-    assert_eq!(
-        fnd(t.path(), &["-i", "-s", "readme"]).sorted(),
-        expect(&["readme.txt"])
-    );
-    assert_eq!(
-        fnd(t.path(), &["^ma.*rs$"]).sorted(),
-        expect(&["src/main.rs"])
-    );
+    assert_eq!(fnd(t.path(), &["-i", "-s", "readme"]).sorted(), expect(&["readme.txt"]));
+    assert_eq!(fnd(t.path(), &["^ma.*rs$"]).sorted(), expect(&["src/main.rs"]));
 }
 
 #[test]
@@ -66,27 +57,15 @@ fn glob_fixed_exact_and() {
         fnd(t.path(), &["-p", "-g", "**/src/*.rs"]).sorted(),
         expect(&["src/a.b.rs", "src/lib.rs", "src/main.rs"])
     );
-    assert_eq!(
-        fnd(t.path(), &["-F", "a.b"]).sorted(),
-        expect(&["src/a.b.rs"])
-    );
-    assert_eq!(
-        fnd(t.path(), &["--exact", "lib.rs"]).sorted(),
-        expect(&["src/lib.rs"])
-    );
-    assert_eq!(
-        fnd(t.path(), &["--exact", "lib"]).sorted(),
-        Vec::<String>::new()
-    );
+    assert_eq!(fnd(t.path(), &["-F", "a.b"]).sorted(), expect(&["src/a.b.rs"]));
+    assert_eq!(fnd(t.path(), &["--exact", "lib.rs"]).sorted(), expect(&["src/lib.rs"]));
+    assert_eq!(fnd(t.path(), &["--exact", "lib"]).sorted(), Vec::<String>::new());
     assert_eq!(
         fnd(t.path(), &["rs", "--and", "^m", "--and", "n"]).sorted(),
         expect(&["src/main.rs"])
     );
     // --regex after -g switches back.
-    assert_eq!(
-        fnd(t.path(), &["-g", "--regex", "^no"]).sorted(),
-        expect(&["notes/"])
-    );
+    assert_eq!(fnd(t.path(), &["-g", "--regex", "^no"]).sorted(), expect(&["notes/"]));
 }
 
 #[test]
@@ -94,23 +73,14 @@ fn full_path_matches_the_absolute_path() {
     let t = tree();
     let out = fnd(t.path(), &["-p", "src/m"]);
     assert_eq!(out.sorted(), expect(&["src/main.rs"]));
-    assert_eq!(
-        fnd(t.path(), &["-p", "^/.*notes$"]).sorted(),
-        expect(&["notes/"])
-    );
+    assert_eq!(fnd(t.path(), &["-p", "^/.*notes$"]).sorted(), expect(&["notes/"]));
 }
 
 #[test]
 fn extensions() {
     let t = tree();
-    assert_eq!(
-        fnd(t.path(), &["-e", "txt"]).sorted(),
-        expect(&["readme.txt", "y.TXT"])
-    );
-    assert_eq!(
-        fnd(t.path(), &["-e", "tar.gz"]).sorted(),
-        expect(&["x.tar.gz"])
-    );
+    assert_eq!(fnd(t.path(), &["-e", "txt"]).sorted(), expect(&["readme.txt", "y.TXT"]));
+    assert_eq!(fnd(t.path(), &["-e", "tar.gz"]).sorted(), expect(&["x.tar.gz"]));
     assert_eq!(
         fnd(t.path(), &["-e", ".gz", "-e", "md"]).sorted(),
         expect(&["Readme.md", "x.tar.gz"])
@@ -138,9 +108,8 @@ fn patterns_that_cannot_match_are_errors() {
     let out = fnd(t.path(), &["src/main"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.starts_with(
-            "[fnd error]: The search pattern 'src/main' contains a path-separation character"
-        ),
+        out.stderr
+            .starts_with("[fnd error]: The search pattern 'src/main' contains a path-separation character"),
         "{}",
         out.stderr
     );
@@ -153,10 +122,7 @@ fn patterns_that_cannot_match_are_errors() {
         "{}",
         out.stderr
     );
-    assert_eq!(
-        fnd(t.path(), &["-H", "^\\.txt"]).sorted(),
-        expect(&[".txt"])
-    );
+    assert_eq!(fnd(t.path(), &["-H", "^\\.txt"]).sorted(), expect(&[".txt"]));
     let out = fnd(t.path(), &["(unclosed"]);
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("--fixed-strings"), "{}", out.stderr);

@@ -42,8 +42,7 @@ fn usage_errors_exit_2() {
     let out = fnd(t.path(), &["--no-such-option"]);
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr
-            .starts_with("error: unexpected argument '--no-such-option'"),
+        out.stderr.starts_with("error: unexpected argument '--no-such-option'"),
         "{}",
         out.stderr
     );
@@ -69,23 +68,14 @@ fn path_text() {
         fnd(t.path(), &["--path-separator", "\\", "b.txt"]).stdout,
         b"a\\b.txt\n"
     );
-    assert_eq!(
-        fnd(t.path(), &["--path-separator", "::", "-td"]).stdout,
-        b"a::\n"
-    );
+    assert_eq!(fnd(t.path(), &["--path-separator", "::", "-td"]).stdout, b"a::\n");
     // './' stays before a name starting with '-' so no command reads it as an option.
     assert_eq!(fnd(t.path(), &["dash"]).stdout, b"./-dash\n");
     let abs = std::fs::canonicalize(t.path()).unwrap();
     let out = fnd(t.path(), &["-a", "b.txt"]);
-    assert_eq!(
-        out.sorted(),
-        expect(&[&format!("{}/a/b.txt", abs.display())])
-    );
+    assert_eq!(out.sorted(), expect(&[&format!("{}/a/b.txt", abs.display())]));
     let out = fnd(t.path(), &["-a", "b.txt", "a"]);
-    assert_eq!(
-        out.sorted(),
-        expect(&[&format!("{}/a/b.txt", abs.display())])
-    );
+    assert_eq!(out.sorted(), expect(&[&format!("{}/a/b.txt", abs.display())]));
 }
 
 #[test]

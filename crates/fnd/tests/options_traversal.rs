@@ -16,10 +16,7 @@ fn tree() -> tempfile::TempDir {
 #[test]
 fn depth_limits() {
     let t = tree();
-    assert_eq!(
-        fnd(t.path(), &["-d", "1"]).sorted(),
-        expect(&["a/", "e/", "top.txt"])
-    );
+    assert_eq!(fnd(t.path(), &["-d", "1"]).sorted(), expect(&["a/", "e/", "top.txt"]));
     assert_eq!(
         fnd(t.path(), &["--min-depth", "3"]).sorted(),
         expect(&["a/b/c/", "a/b/c/d.txt"])
@@ -39,14 +36,8 @@ fn depth_limits() {
 fn prune_stops_at_matching_directories() {
     let t = tree();
     make(t.path(), &["a/b/b.txt"]);
-    assert_eq!(
-        fnd(t.path(), &["--prune", "^b"]).sorted(),
-        expect(&["a/b/"])
-    );
-    assert_eq!(
-        fnd(t.path(), &["^b"]).sorted(),
-        expect(&["a/b/", "a/b/b.txt"])
-    );
+    assert_eq!(fnd(t.path(), &["--prune", "^b"]).sorted(), expect(&["a/b/"]));
+    assert_eq!(fnd(t.path(), &["^b"]).sorted(), expect(&["a/b/", "a/b/b.txt"]));
 }
 
 #[test]
@@ -75,15 +66,11 @@ fn threads_must_be_positive() {
     let out = fnd(t.path(), &["-j", "0"]);
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr
-            .contains("invalid value '0' for '--threads <num>'"),
+        out.stderr.contains("invalid value '0' for '--threads <num>'"),
         "{}",
         out.stderr
     );
-    assert_eq!(
-        fnd(t.path(), &["-j", "1"]).sorted(),
-        fnd(t.path(), &[]).sorted()
-    );
+    assert_eq!(fnd(t.path(), &["-j", "1"]).sorted(), fnd(t.path(), &[]).sorted());
 }
 
 #[test]
@@ -98,11 +85,7 @@ fn roots_are_spelt_like_fd() {
         expect(&["../../a/x.txt"])
     );
     assert_eq!(
-        fnd(
-            t.path(),
-            &["--search-path", "a", "--search-path", "e", "-tf"]
-        )
-        .sorted(),
+        fnd(t.path(), &["--search-path", "a", "--search-path", "e", "-tf"]).sorted(),
         expect(&["a/b/c/d.txt", "a/x.txt"])
     );
     assert_eq!(
@@ -117,13 +100,13 @@ fn bad_roots() {
     let out = fnd(t.path(), &["^x", "missing", "a"]);
     assert_eq!(out.code, 0);
     assert_eq!(out.sorted(), expect(&["a/x.txt"]));
-    assert_eq!(
-        out.stderr,
-        "[fnd error]: Search path 'missing' is not a directory.\n"
-    );
+    assert_eq!(out.stderr, "[fnd error]: Search path 'missing' is not a directory.\n");
     let out = fnd(t.path(), &["^x", "top.txt"]);
     assert_eq!(out.code, 1);
-    assert_eq!(out.stderr, "[fnd error]: Search path 'top.txt' is not a directory.\n[fnd error]: No valid search paths given.\n");
+    assert_eq!(
+        out.stderr,
+        "[fnd error]: Search path 'top.txt' is not a directory.\n[fnd error]: No valid search paths given.\n"
+    );
     let out = fnd(t.path(), &["-C", "nowhere"]);
     assert_eq!(out.code, 1);
     assert_eq!(
@@ -187,9 +170,6 @@ fn sort_by_size_and_time() {
         .unwrap()
         .set_modified(old)
         .unwrap();
-    assert_eq!(
-        fnd(t.path(), &["--sort", "size"]).lines(),
-        ["small", "mid", "big"]
-    );
+    assert_eq!(fnd(t.path(), &["--sort", "size"]).lines(), ["small", "mid", "big"]);
     assert_eq!(fnd(t.path(), &["--sort", "mtime"]).lines()[0], "big");
 }

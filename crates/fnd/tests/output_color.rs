@@ -13,7 +13,11 @@ const LS_COLORS: &str = "di=01;34:ln=01;36:*.gz=01;31:ex=01;32:or=40;31;01";
 #[test]
 fn ls_colors_paint_parent_name_and_slash() {
     let t = tree();
-    let out = fnd(t.path()).args(["-c", "always"]).env("LS_COLORS", LS_COLORS).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-c", "always"])
+        .env("LS_COLORS", LS_COLORS)
+        .output()
+        .unwrap();
     let dir = |s: &str| format!("\x1b[1;34m{s}\x1b[0m");
     let mut expected = [
         format!("{}{}", dir("a/"), dir("b.d") + &dir("/")),
@@ -31,11 +35,18 @@ fn ls_colors_paint_parent_name_and_slash() {
 #[test]
 fn default_palette_is_fds_and_no_color_only_affects_auto() {
     let t = tree();
-    let out =
-        fnd(t.path()).args(["-c", "always", "-t", "d", "--max-depth", "1"]).env("NO_COLOR", "1").output().unwrap();
+    let out = fnd(t.path())
+        .args(["-c", "always", "-t", "d", "--max-depth", "1"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     assert_eq!(out.stdout, b"\x1b[38;5;81ma\x1b[0m\x1b[38;5;81m/\x1b[0m\n");
     // Piped, `auto` never colours.
-    let out = fnd(t.path()).args(["-t", "d", "--max-depth", "1"]).env("LS_COLORS", LS_COLORS).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-t", "d", "--max-depth", "1"])
+        .env("LS_COLORS", LS_COLORS)
+        .output()
+        .unwrap();
     assert_eq!(out.stdout, b"a/\n");
 }
 
@@ -44,9 +55,15 @@ fn hyperlinks_wrap_each_path() {
     let t = tree();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let root = t.path().canonicalize().unwrap();
-    let out = fnd(root.as_path()).args(["--hyperlink=always", "-e", "gz"]).output().unwrap();
-    let expected =
-        format!("\x1b]8;;file://{}{}/a/x.tar.gz\x1b\\a/x.tar.gz\x1b]8;;\x1b\\\n", host.trim(), root.display());
+    let out = fnd(root.as_path())
+        .args(["--hyperlink=always", "-e", "gz"])
+        .output()
+        .unwrap();
+    let expected = format!(
+        "\x1b]8;;file://{}{}/a/x.tar.gz\x1b\\a/x.tar.gz\x1b]8;;\x1b\\\n",
+        host.trim(),
+        root.display()
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
 
@@ -55,7 +72,10 @@ fn print0_ends_records_with_nul() {
     let t = tree();
     let out = fnd(t.path()).args(["-0", "-e", "gz"]).output().unwrap();
     assert_eq!(out.stdout, b"./a/x.tar.gz\0");
-    let out = fnd(t.path()).args(["-0", "--format", "{/}", "-e", "gz"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["-0", "--format", "{/}", "-e", "gz"])
+        .output()
+        .unwrap();
     assert_eq!(out.stdout, b"x.tar.gz\0");
 }
 
@@ -84,10 +104,16 @@ fn control_characters_are_escaped_on_a_terminal_only() {
     std::fs::write(t.path().join("bad\x1b[31mname\x07"), b"").unwrap();
     let piped = fnd(t.path()).arg("^bad").output().unwrap();
     assert_eq!(piped.stdout, b"bad\x1b[31mname\x07\n");
-    let Some(tty) = on_terminal(t.path(), "^bad", &[("NO_COLOR", "1")]) else { return };
+    let Some(tty) = on_terminal(t.path(), "^bad", &[("NO_COLOR", "1")]) else {
+        return;
+    };
     assert_eq!(String::from_utf8_lossy(&tty), "bad\\x1B[31mname\\x07\r\n");
-    let Some(tty) = on_terminal(t.path(), "--format '<{}>' ^bad", &[]) else { return };
+    let Some(tty) = on_terminal(t.path(), "--format '<{}>' ^bad", &[]) else {
+        return;
+    };
     assert_eq!(String::from_utf8_lossy(&tty), "<bad\\x1B[31mname\\x07>\r\n");
-    let Some(tty) = on_terminal(t.path(), "^bad", &[("LS_COLORS", "fi=01")]) else { return };
+    let Some(tty) = on_terminal(t.path(), "^bad", &[("LS_COLORS", "fi=01")]) else {
+        return;
+    };
     assert_eq!(String::from_utf8_lossy(&tty), "\x1b[1mbad\\x1B[31mname\\x07\x1b[0m\r\n");
 }

@@ -7,14 +7,21 @@ use output_tree::{fnd, sorted_lines, tree};
 
 fn format(dir: &std::path::Path, args: &[&str]) -> Vec<String> {
     let out = fnd(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     sorted_lines(&out.stdout)
 }
 
 #[test]
 fn path_placeholders_like_fd() {
     let t = tree();
-    let got = format(t.path(), &["--format", "[{}] [{/}] [{//}] [{.}] [{/.}] {{}}", "-e", "gz"]);
+    let got = format(
+        t.path(),
+        &["--format", "[{}] [{/}] [{//}] [{.}] [{/.}] {{}}", "-e", "gz"],
+    );
     assert_eq!(got, ["[a/x.tar.gz] [x.tar.gz] [a] [a/x.tar] [x.tar] {}"]);
     // With a `./` prefix, `{.}` drops it and `{//}` keeps it, as in fd.
     let got = format(t.path(), &["--format", "[{}] [{//}] [{.}]", "b.d", "./a"]);
@@ -29,7 +36,10 @@ fn absolute_paths_and_separator() {
     let root = t.path().canonicalize().unwrap();
     let got = format(t.path(), &["--format", "{//}", "-a", "-e", "gz"]);
     assert_eq!(got, [format!("{}/a", root.display())]);
-    let got = format(t.path(), &["--format", "{} {//} {.} a/b", "--path-separator", "#", "^y$"]);
+    let got = format(
+        t.path(),
+        &["--format", "{} {//} {.} a/b", "--path-separator", "#", "^y$"],
+    );
     assert_eq!(got, ["a#b.d#y a#b.d a#b.d#y a/b"]);
 }
 
@@ -43,7 +53,17 @@ fn unknown_placeholders_are_text() {
 #[test]
 fn metadata_placeholders() {
     let t = tree();
-    let got = format(t.path(), &["--format", "{/} {type} {size} {mode} {perms} {depth}", "-t", "f", "-t", "l"]);
+    let got = format(
+        t.path(),
+        &[
+            "--format",
+            "{/} {type} {size} {mode} {perms} {depth}",
+            "-t",
+            "f",
+            "-t",
+            "l",
+        ],
+    );
     assert_eq!(
         got,
         [
@@ -77,6 +97,9 @@ fn names_that_are_not_utf8_stay_bytes_when_piped() {
     std::fs::write(t.path().join(std::ffi::OsStr::from_bytes(b"bad\xff.c")), b"").unwrap();
     let out = fnd(t.path()).args(["--format", "<{/.}>", "^bad"]).output().unwrap();
     assert_eq!(out.stdout, b"<bad\xff>\n");
-    let out = fnd(t.path()).args(["^bad", "-x", "printf", "%s|", "{}", "{/}"]).output().unwrap();
+    let out = fnd(t.path())
+        .args(["^bad", "-x", "printf", "%s|", "{}", "{/}"])
+        .output()
+        .unwrap();
     assert_eq!(out.stdout, b"./bad\xff.c|bad\xff.c|");
 }

@@ -113,9 +113,7 @@ mod tests {
             });
             let mut records = Buffer::with_limit(Writer::new(writer), limit);
             for i in 0..50_000 {
-                records
-                    .bytes()
-                    .extend_from_slice(format!("{i}\n").as_bytes());
+                records.bytes().extend_from_slice(format!("{i}\n").as_bytes());
                 assert!(records.end_record());
             }
             drop(records);

@@ -89,10 +89,7 @@ mod tests {
         let text = std::fs::read(&path).unwrap();
         assert_eq!(text.len(), 4 * 500 * 100);
         for block in text.chunks(100) {
-            assert!(
-                block.chunks(2).all(|line| line == &block[..2]),
-                "a block was split"
-            );
+            assert!(block.chunks(2).all(|line| line == &block[..2]), "a block was split");
         }
     }
 

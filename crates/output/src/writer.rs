@@ -130,9 +130,8 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 fn grow_pipe(fd: BorrowedFd<'_>) {
-    let is_pipe = rustix::fs::fstat(fd).is_ok_and(|st| {
-        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo
-    });
+    let is_pipe = rustix::fs::fstat(fd)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Fifo);
     if is_pipe {
         // Best effort: a smaller pipe only costs speed.
         let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE);
@@ -184,10 +183,7 @@ mod tests {
         assert!(out.write_and_clear(&mut buf));
         assert!(buf.is_empty());
         assert!(buf.capacity() >= 100);
-        assert!(
-            out.write_and_clear(&mut buf),
-            "nothing to write is no failure"
-        );
+        assert!(out.write_and_clear(&mut buf), "nothing to write is no failure");
     }
 
     #[test]

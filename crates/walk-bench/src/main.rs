@@ -79,7 +79,11 @@ struct Sample {
 }
 
 fn compare(tree: &str, task: &str, threads: usize, runs: usize) {
-    let label = if threads == 0 { "default".to_string() } else { threads.to_string() };
+    let label = if threads == 0 {
+        "default".to_string()
+    } else {
+        threads.to_string()
+    };
     println!("\n{tree}  {task}  threads={label}  (median of {runs})");
     // Round-robin over the libraries, so a change in machine load between
     // runs hits every library alike.
@@ -103,7 +107,11 @@ fn compare(tree: &str, task: &str, threads: usize, runs: usize) {
         let (ref_nanos, ref_cpu, ref_entries) = *reference.get_or_insert((median.nanos, cpu, median.entries));
         let ratio = median.nanos as f64 / ref_nanos as f64;
         let cpu_ratio = cpu as f64 / ref_cpu as f64;
-        let mismatch = if median.entries == ref_entries { String::new() } else { format!("  (entries differ: {ref_entries})") };
+        let mismatch = if median.entries == ref_entries {
+            String::new()
+        } else {
+            format!("  (entries differ: {ref_entries})")
+        };
         println!(
             "  {library:<10} {:>9.1} ms {:>5.2}x  cpu {:>9.1} ms {:>5.2}x  {:>7} KiB peak  entries={} size={}{mismatch}",
             median.nanos as f64 / 1e6,
@@ -129,7 +137,13 @@ fn measure(library: &str, task: &str, tree: &str, threads: usize) -> Sample {
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let fields: Vec<u64> = text.split_whitespace().map(|f| f.parse().expect("a number")).collect();
-    Sample { entries: fields[0], size: fields[1], nanos: fields[2], peak_kib: fields[3], cpu_nanos: fields[4] }
+    Sample {
+        entries: fields[0],
+        size: fields[1],
+        nanos: fields[2],
+        peak_kib: fields[3],
+        cpu_nanos: fields[4],
+    }
 }
 
 /// The child: walk once, print `entries size nanos peak_kib cpu_nanos`.
@@ -180,7 +194,11 @@ struct Totals {
 impl Visitor for Totals {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         self.entries += chunk.len() as u64;
-        self.size += chunk.iter().filter_map(|e| e.cached_metadata()).map(|m| m.size).sum::<u64>();
+        self.size += chunk
+            .iter()
+            .filter_map(|e| e.cached_metadata())
+            .map(|m| m.size)
+            .sum::<u64>();
         Flow::Continue
     }
 }
@@ -227,21 +245,29 @@ fn walkdir(tree: &str, with_size: bool) -> (u64, u64) {
 
 fn ignore(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
     let (entries, size) = (AtomicU64::new(0), AtomicU64::new(0));
-    ignore::WalkBuilder::new(tree).standard_filters(false).threads(threads).build_parallel().run(|| {
-        let mut local = Local { entries: 0, size: 0, totals: (&entries, &size) };
-        Box::new(move |entry| {
-            // Borrow the whole struct: capturing only its fields would copy
-            // them and leave `Drop` to add zeroes.
-            let local = &mut local;
-            if let Ok(entry) = entry {
-                local.entries += 1;
-                if with_size {
-                    local.size += entry.metadata().map_or(0, |m| m.len());
+    ignore::WalkBuilder::new(tree)
+        .standard_filters(false)
+        .threads(threads)
+        .build_parallel()
+        .run(|| {
+            let mut local = Local {
+                entries: 0,
+                size: 0,
+                totals: (&entries, &size),
+            };
+            Box::new(move |entry| {
+                // Borrow the whole struct: capturing only its fields would copy
+                // them and leave `Drop` to add zeroes.
+                let local = &mut local;
+                if let Ok(entry) = entry {
+                    local.entries += 1;
+                    if with_size {
+                        local.size += entry.metadata().map_or(0, |m| m.len());
+                    }
                 }
-            }
-            ignore::WalkState::Continue
-        })
-    });
+                ignore::WalkState::Continue
+            })
+        });
     (entries.into_inner(), size.into_inner())
 }
 
@@ -261,14 +287,21 @@ impl Drop for Local<'_> {
 
 fn jwalk(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
     let parallelism = if threads == 0 {
-        jwalk::Parallelism::RayonDefaultPool { busy_timeout: std::time::Duration::from_secs(1) }
+        jwalk::Parallelism::RayonDefaultPool {
+            busy_timeout: std::time::Duration::from_secs(1),
+        }
     } else if threads == 1 {
         jwalk::Parallelism::Serial
     } else {
         jwalk::Parallelism::RayonNewPool(threads)
     };
     let (mut entries, mut size) = (0, 0);
-    for entry in jwalk::WalkDir::new(tree).skip_hidden(false).parallelism(parallelism).into_iter().flatten() {
+    for entry in jwalk::WalkDir::new(tree)
+        .skip_hidden(false)
+        .parallelism(parallelism)
+        .into_iter()
+        .flatten()
+    {
         entries += 1;
         if with_size {
             size += entry.metadata().map_or(0, |m| m.len());

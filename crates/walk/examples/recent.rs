@@ -14,7 +14,9 @@ use fnd_walk::WalkBuilder;
 
 /// Regular files under `root` modified after `since`, oldest first.
 pub fn changed_since(root: &Path, since: SystemTime) -> Vec<PathBuf> {
-    let since = since.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+    let since = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     let mut found: Vec<(i64, u32, PathBuf)> = WalkBuilder::new(root)
         .min_depth(1)
         .metadata(true)

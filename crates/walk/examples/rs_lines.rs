@@ -22,7 +22,9 @@ pub fn rs_lines(root: &Path) -> (u64, u64) {
             || (0u64, 0u64, Vec::new()),
             |(lines, files, buf), entry| {
                 let Ok(entry) = entry else { return Flow::Continue };
-                let Ok(mut file) = open(&entry) else { return Flow::Continue };
+                let Ok(mut file) = open(&entry) else {
+                    return Flow::Continue;
+                };
                 buf.clear();
                 if file.read_to_end(buf).is_ok() {
                     *lines += buf.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -31,7 +33,9 @@ pub fn rs_lines(root: &Path) -> (u64, u64) {
                 Flow::Continue
             },
         );
-    per_thread.into_iter().fold((0, 0), |(l, f), (tl, tf, _)| (l + tl, f + tf))
+    per_thread
+        .into_iter()
+        .fold((0, 0), |(l, f), (tl, tf, _)| (l + tl, f + tf))
 }
 
 /// Open a file relative to its directory while the walk holds it open,

@@ -194,15 +194,33 @@ pub(crate) struct Job {
 
 impl Job {
     pub(crate) fn child(parent: Arc<Dir>, name: &[u8], follow: bool, holds_parent_fd: bool) -> Job {
-        Job { parent, name: name.into(), follow, holds_parent_fd, part: None }
+        Job {
+            parent,
+            name: name.into(),
+            follow,
+            holds_parent_fd,
+            part: None,
+        }
     }
 
     pub(crate) fn root(parent: Arc<Dir>, path: &[u8]) -> Job {
-        Job { parent, name: path.into(), follow: true, holds_parent_fd: false, part: None }
+        Job {
+            parent,
+            name: path.into(),
+            follow: true,
+            holds_parent_fd: false,
+            part: None,
+        }
     }
 
     pub(crate) fn part(part: crate::split::Part) -> Job {
-        Job { parent: part.dir.clone(), name: Box::new([]), follow: false, holds_parent_fd: false, part: Some(Box::new(part)) }
+        Job {
+            parent: part.dir.clone(),
+            name: Box::new([]),
+            follow: false,
+            holds_parent_fd: false,
+            part: Some(Box::new(part)),
+        }
     }
 
     /// The path of the directory this job reads (with room for one more byte,
@@ -271,7 +289,13 @@ impl Drop for Job {
 pub(crate) fn open_long(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags, no_symlinks: bool) -> Result<OwnedFd, Errno> {
     let open_piece = |dir: BorrowedFd<'_>, piece: &[u8], flags: OFlags| -> Result<OwnedFd, Errno> {
         if no_symlinks {
-            match rustix::fs::openat2(dir, piece, flags, Mode::empty(), ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS) {
+            match rustix::fs::openat2(
+                dir,
+                piece,
+                flags,
+                Mode::empty(),
+                ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            ) {
                 Err(Errno::NOSYS) | Err(Errno::PERM) => open_each_nofollow(dir, piece, flags),
                 r => r,
             }
@@ -285,7 +309,10 @@ pub(crate) fn open_long(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags, no_syml
     let mut current: Option<OwnedFd> = None;
     let mut rest = path;
     while rest.len() >= PATH_PIECE {
-        let cut = rest[..PATH_PIECE].iter().rposition(|&b| b == b'/').ok_or(Errno::NAMETOOLONG)?;
+        let cut = rest[..PATH_PIECE]
+            .iter()
+            .rposition(|&b| b == b'/')
+            .ok_or(Errno::NAMETOOLONG)?;
         let piece = if cut == 0 { &rest[..1] } else { &rest[..cut] };
         let base = current.as_ref().map(|f| f.as_fd()).unwrap_or(dir);
         let next = open_piece(base, piece, dir_flags(!no_symlinks))?;
@@ -301,13 +328,20 @@ pub(crate) fn open_long(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags, no_syml
 /// way is refused, as `RESOLVE_NO_SYMLINKS` would.
 fn open_each_nofollow(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
     let (rest, mut current) = match path.strip_prefix(b"/") {
-        Some(rest) => (rest, Some(rustix::fs::openat(CWD, "/", dir_flags(false), Mode::empty())?)),
+        Some(rest) => (
+            rest,
+            Some(rustix::fs::openat(CWD, "/", dir_flags(false), Mode::empty())?),
+        ),
         None => (path, None),
     };
     let mut parts = rest.split(|&b| b == b'/').filter(|p| !p.is_empty()).peekable();
     while let Some(part) = parts.next() {
         let base = current.as_ref().map_or(dir, |f| f.as_fd());
-        let part_flags = if parts.peek().is_none() { flags } else { dir_flags(false) };
+        let part_flags = if parts.peek().is_none() {
+            flags
+        } else {
+            dir_flags(false)
+        };
         current = Some(rustix::fs::openat(base, part, part_flags, Mode::empty())?);
     }
     current.ok_or(Errno::NOENT)
@@ -341,7 +375,10 @@ mod tests {
         assert!(open_each_nofollow(base.as_fd(), b"real/b/c", dir_flags(false)).is_ok());
         assert!(open_each_nofollow(base.as_fd(), b"real//b/c", dir_flags(false)).is_ok());
         // O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR.
-        assert_eq!(open_each_nofollow(base.as_fd(), b"link/b/c", dir_flags(false)).err(), Some(Errno::NOTDIR));
+        assert_eq!(
+            open_each_nofollow(base.as_fd(), b"link/b/c", dir_flags(false)).err(),
+            Some(Errno::NOTDIR)
+        );
         std::os::unix::fs::symlink("c", tmp.path().join("real/b/lc")).unwrap();
         assert!(open_each_nofollow(base.as_fd(), b"real/b/lc", dir_flags(false)).is_err());
     }

@@ -45,7 +45,14 @@ impl<'a> DirStream<'a> {
     /// room for another record is taken as the last.
     pub(crate) fn new(fd: BorrowedFd<'a>, buf: &'a mut [MaybeUninit<u8>], short_read_ends: bool) -> Self {
         assert!(buf.len() >= MAX_RECORD, "a getdents buffer holds at least one record");
-        DirStream { fd, buf, filled: 0, at: 0, last_read: false, short_read_ends }
+        DirStream {
+            fd,
+            buf,
+            filled: 0,
+            at: 0,
+            last_read: false,
+            short_read_ends,
+        }
     }
 
     /// The next record, `None` at the end; an error ends the stream.
@@ -77,7 +84,11 @@ impl<'a> DirStream<'a> {
         // bytes, each naming its length, with a NUL-terminated name.
         unsafe {
             let record = self.buf.as_ptr().add(self.at).cast::<u8>();
-            let reclen = if left >= 20 { usize::from(record.add(16).cast::<u16>().read_unaligned()) } else { 0 };
+            let reclen = if left >= 20 {
+                usize::from(record.add(16).cast::<u16>().read_unaligned())
+            } else {
+                0
+            };
             if reclen < 20 || reclen > left {
                 // Never from a sound kernel; stop rather than loop or overrun.
                 self.at = self.filled;
@@ -100,7 +111,12 @@ impl<'a> DirStream<'a> {
             // SAFETY: the kernel writes at most `len` bytes into the buffer.
             // (A raw system call: glibc's own wrapper is not in every libc.)
             let n = unsafe {
-                libc::syscall(libc::SYS_getdents64, self.fd.as_raw_fd(), self.buf.as_mut_ptr(), self.buf.len())
+                libc::syscall(
+                    libc::SYS_getdents64,
+                    self.fd.as_raw_fd(),
+                    self.buf.as_mut_ptr(),
+                    self.buf.len(),
+                )
             };
             if n >= 0 {
                 return Ok(n as usize);
@@ -142,7 +158,11 @@ mod tests {
         expected.sort();
         for buf_len in [MAX_RECORD, 1000, 4096, 64 * 1024] {
             for short_read_ends in [false, true] {
-                assert_eq!(names(dir.path(), buf_len, short_read_ends), expected, "{buf_len} {short_read_ends}");
+                assert_eq!(
+                    names(dir.path(), buf_len, short_read_ends),
+                    expected,
+                    "{buf_len} {short_read_ends}"
+                );
             }
         }
     }

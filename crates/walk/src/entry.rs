@@ -134,7 +134,13 @@ pub struct Chunk {
 
 impl Chunk {
     pub(crate) fn new(dir: Arc<Dir>) -> Self {
-        Chunk { dir, names: Vec::new(), slots: Vec::new(), meta: Vec::new(), fd: -1 }
+        Chunk {
+            dir,
+            names: Vec::new(),
+            slots: Vec::new(),
+            meta: Vec::new(),
+            fd: -1,
+        }
     }
 
     pub(crate) fn clear(&mut self) {
@@ -219,7 +225,13 @@ impl Chunk {
     pub(crate) fn push(&mut self, name: &[u8], file_type: FileType, target_type: FileType, ino: u64) {
         let name_start = self.names.len() as u32;
         self.names.extend_from_slice(name);
-        self.slots.push(Slot { name_start, name_len: name.len() as u32, file_type, target_type, ino });
+        self.slots.push(Slot {
+            name_start,
+            name_len: name.len() as u32,
+            file_type,
+            target_type,
+            ino,
+        });
     }
 
     /// Move the entries out into a chunk of their own, leaving this one empty

@@ -31,18 +31,28 @@ pub struct Error {
 
 impl Error {
     pub(crate) fn io(path: &[u8], depth: usize, errno: Errno) -> Self {
-        Error { path: Path::new(OsStr::from_bytes(path)).to_path_buf(), depth, kind: ErrorKind::Io(errno) }
+        Error {
+            path: Path::new(OsStr::from_bytes(path)).to_path_buf(),
+            depth,
+            kind: ErrorKind::Io(errno),
+        }
     }
 
     pub(crate) fn follow(path: &[u8], depth: usize, errno: Errno) -> Self {
-        Error { path: Path::new(OsStr::from_bytes(path)).to_path_buf(), depth, kind: ErrorKind::Follow(errno) }
+        Error {
+            path: Path::new(OsStr::from_bytes(path)).to_path_buf(),
+            depth,
+            kind: ErrorKind::Follow(errno),
+        }
     }
 
     pub(crate) fn loop_at(path: &[u8], depth: usize, ancestor: &[u8]) -> Self {
         Error {
             path: Path::new(OsStr::from_bytes(path)).to_path_buf(),
             depth,
-            kind: ErrorKind::Loop { ancestor: Path::new(OsStr::from_bytes(ancestor)).to_path_buf() },
+            kind: ErrorKind::Loop {
+                ancestor: Path::new(OsStr::from_bytes(ancestor)).to_path_buf(),
+            },
         }
     }
 
@@ -72,7 +82,10 @@ impl Error {
     pub fn is_benign(&self) -> bool {
         match self.kind {
             ErrorKind::Io(e) | ErrorKind::Follow(e) => {
-                matches!(e, Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::LOOP | Errno::NOTDIR)
+                matches!(
+                    e,
+                    Errno::ACCESS | Errno::PERM | Errno::NOENT | Errno::LOOP | Errno::NOTDIR
+                )
             }
             ErrorKind::Loop { .. } => true,
         }
@@ -90,7 +103,9 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
-            ErrorKind::Io(e) | ErrorKind::Follow(e) => write!(f, "{}: {}", self.path.display(), std::io::Error::from(*e)),
+            ErrorKind::Io(e) | ErrorKind::Follow(e) => {
+                write!(f, "{}: {}", self.path.display(), std::io::Error::from(*e))
+            }
             ErrorKind::Loop { ancestor } => write!(
                 f,
                 "{}: filesystem loop detected (it is the same directory as {})",

@@ -56,8 +56,14 @@ pub struct Decision {
 }
 
 impl Decision {
-    pub const KEEP: Decision = Decision { emit: true, descend: true };
-    pub const SKIP: Decision = Decision { emit: false, descend: false };
+    pub const KEEP: Decision = Decision {
+        emit: true,
+        descend: true,
+    };
+    pub const SKIP: Decision = Decision {
+        emit: false,
+        descend: false,
+    };
 }
 
 /// A per-entry filter with per-directory state. Both calls happen on the

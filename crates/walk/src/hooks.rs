@@ -35,7 +35,10 @@ impl EntryFilter for Keep {
     }
 
     fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        Decision { emit: (self.0)(entry), descend: true }
+        Decision {
+            emit: (self.0)(entry),
+            descend: true,
+        }
     }
 }
 
@@ -56,7 +59,9 @@ struct ChainState {
 impl Chain {
     /// All `filters` as one, or `None` when there are none.
     pub(crate) fn of(filters: impl IntoIterator<Item = Arc<dyn EntryFilter>>) -> Option<Arc<dyn EntryFilter>> {
-        filters.into_iter().reduce(|first, second| Arc::new(Chain { first, second }))
+        filters
+            .into_iter()
+            .reduce(|first, second| Arc::new(Chain { first, second }))
     }
 
     fn states(state: Option<&FilterState>) -> (Option<&FilterState>, Option<&FilterState>) {
@@ -86,6 +91,9 @@ impl EntryFilter for Chain {
             return first;
         }
         let second = self.second.decide(second_state, entry);
-        Decision { emit: first.emit && second.emit, descend: first.descend && second.descend }
+        Decision {
+            emit: first.emit && second.emit,
+            descend: first.descend && second.descend,
+        }
     }
 }

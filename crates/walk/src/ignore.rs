@@ -170,11 +170,7 @@ impl IgnoreBuilder {
         } else {
             Gitignore::empty()
         };
-        let mut probes: Vec<Vec<u8>> = self
-            .custom_names
-            .iter()
-            .map(|n| n.as_bytes().to_vec())
-            .collect();
+        let mut probes: Vec<Vec<u8>> = self.custom_names.iter().map(|n| n.as_bytes().to_vec()).collect();
         for (wanted, name) in [
             (self.dot_ignore, &b".ignore"[..]),
             (self.git_ignore, b".gitignore"),
@@ -194,9 +190,7 @@ impl IgnoreBuilder {
         for root in roots {
             let path = root.as_ref();
             let above = filter.levels_above(path);
-            filter
-                .roots
-                .insert(path.as_os_str().as_bytes().to_vec(), above);
+            filter.roots.insert(path.as_os_str().as_bytes().to_vec(), above);
         }
         filter
     }
@@ -213,10 +207,7 @@ struct Rules {
 
 impl Rules {
     fn is_empty(&self) -> bool {
-        self.custom.is_none()
-            && self.dot_ignore.is_none()
-            && self.git_ignore.is_none()
-            && self.git_exclude.is_none()
+        self.custom.is_none() && self.dot_ignore.is_none() && self.git_ignore.is_none() && self.git_exclude.is_none()
     }
 }
 
@@ -278,10 +269,7 @@ impl Lookup<'_> {
     /// Might `name` (or, for a path, its first component) exist?
     fn may_exist(&self, name: &[u8]) -> bool {
         let first = name.split(|&b| b == b'/').next().unwrap_or(name);
-        match (
-            self.present,
-            self.probes.iter().position(|p| p.as_slice() == first),
-        ) {
+        match (self.present, self.probes.iter().position(|p| p.as_slice() == first)) {
             (Some(present), Some(i)) => present[i],
             _ => true,
         }
@@ -295,8 +283,7 @@ impl Lookup<'_> {
         if !self.may_exist(name) {
             return None;
         }
-        let is_file =
-            |st: &rustix::fs::Stat| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
+        let is_file = |st: &rustix::fs::Stat| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
         // Checked before opening too: opening a device can act on it.
         if !is_file(&rustix::fs::statat(self.dir, name, AtFlags::empty()).ok()?) {
             return None;
@@ -352,9 +339,7 @@ fn rules_from(dir: &Lookup<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignor
             let _ = b.add_line(Some(from.clone()), line);
         }
     }
-    builder
-        .and_then(|b| b.build().ok())
-        .filter(|g| !g.is_empty())
+    builder.and_then(|b| b.build().ok()).filter(|g| !g.is_empty())
 }
 
 use std::os::unix::ffi::OsStringExt;
@@ -434,11 +419,8 @@ impl IgnoreFilter {
         ancestors.reverse();
         let mut chain: Option<Arc<Level>> = None;
         for dir in ancestors {
-            let Ok(fd) = rustix::fs::open(
-                dir,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            ) else {
+            let Ok(fd) = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            else {
                 continue;
             };
             let level = self.level(
@@ -592,9 +574,7 @@ impl EntryFilter for IgnoreFilter {
         };
         match verdict {
             Match::Ignore(()) => return Decision::SKIP,
-            Match::None if self.opts.hidden && entry.name.first() == Some(&b'.') => {
-                return Decision::SKIP
-            }
+            Match::None if self.opts.hidden && entry.name.first() == Some(&b'.') => return Decision::SKIP,
             _ => {}
         }
         if is_dir && !self.opts.ignore_contain.is_empty() && self.contains_marker(entry) {
@@ -618,10 +598,7 @@ impl IgnoreFilter {
     /// Whether a root holds one of the `ignore_contain` names (the walk then
     /// yields nothing from it).
     pub fn skips_root(&self, root: &Path) -> bool {
-        self.opts
-            .ignore_contain
-            .iter()
-            .any(|m| root.join(m).exists())
+        self.opts.ignore_contain.iter().any(|m| root.join(m).exists())
     }
 }
 
@@ -679,10 +656,7 @@ mod tests {
         put(root, "sub/other.log", "");
         put(root, "sub/.seen", "");
         put(root, "sub/.unseen", "");
-        assert_eq!(
-            walk(root, IgnoreBuilder::new()),
-            ["sub", "sub/.seen", "sub/keep.log"]
-        );
+        assert_eq!(walk(root, IgnoreBuilder::new()), ["sub", "sub/.seen", "sub/keep.log"]);
         assert_eq!(
             walk(root, IgnoreBuilder::new().dot_ignore(false)),
             ["a.log", "sub", "sub/keep.log", "sub/other.log"]

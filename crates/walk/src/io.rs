@@ -201,8 +201,7 @@ mod tests {
         let spares = (2..7).map(|i| (i, Worker::new_lifo())).collect();
         let depth = Depth::new(2, spares);
         assert!(depth.can_grow());
-        let indices =
-            |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
+        let indices = |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
         let all = |n| n;
         assert_eq!(indices(depth.grow(all)), [2, 3]);
         assert_eq!(depth.active(), 4);

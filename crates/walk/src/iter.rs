@@ -79,7 +79,11 @@ impl WalkBuilder {
     /// assert_eq!(paths, [dir.path().to_path_buf(), dir.path().join("sub"), dir.path().join("sub/file")]);
     /// ```
     pub fn iter(&self) -> Walk {
-        Walk { chunks: self.chunks(), current: None, next_index: 0 }
+        Walk {
+            chunks: self.chunks(),
+            current: None,
+            next_index: 0,
+        }
     }
 }
 
@@ -88,7 +92,11 @@ impl IntoIterator for WalkBuilder {
     type IntoIter = Walk;
 
     fn into_iter(self) -> Walk {
-        Walk { chunks: Chunks::start(self), current: None, next_index: 0 }
+        Walk {
+            chunks: Chunks::start(self),
+            current: None,
+            next_index: 0,
+        }
     }
 }
 
@@ -113,7 +121,11 @@ pub struct Chunks {
 
 impl Chunks {
     fn start(mut builder: WalkBuilder) -> Chunks {
-        let walking_threads = if builder.cfg.order == Order::Parallel { builder.cfg.threads.max(1) } else { 1 };
+        let walking_threads = if builder.cfg.order == Order::Parallel {
+            builder.cfg.threads.max(1)
+        } else {
+            1
+        };
         let capacity = builder.cfg.buffer_chunks.unwrap_or(4 * walking_threads);
         let (sender, receiver) = crossbeam_channel::bounded(capacity);
         let stop = Arc::new(AtomicBool::new(false));
@@ -123,11 +135,21 @@ impl Chunks {
             .name("fnd-walk".into())
             .spawn(move || {
                 let sender = &sender;
-                let visitor = || ChannelVisitor { sender: sender.clone(), batch: Vec::new(), entries: 0, batch_entries };
+                let visitor = || ChannelVisitor {
+                    sender: sender.clone(),
+                    batch: Vec::new(),
+                    entries: 0,
+                    batch_entries,
+                };
                 builder.visit(visitor, drop);
             })
             .expect("spawn the walk thread");
-        Chunks { receiver: Some(receiver), current: Vec::new().into_iter(), stop, walker: Some(walker) }
+        Chunks {
+            receiver: Some(receiver),
+            current: Vec::new().into_iter(),
+            stop,
+            walker: Some(walker),
+        }
     }
 
     /// Wait for the walk's threads; a panic in one of them (in a filter

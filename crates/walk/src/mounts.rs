@@ -29,8 +29,16 @@ pub(crate) fn short_read_ends<'a>(roots: impl IntoIterator<Item = &'a Path>, fol
     let Some(mounts) = parse(&mountinfo) else {
         return false;
     };
-    let canonical = |root: &Path| if follow_links { Some(PathBuf::from("/")) } else { root.canonicalize().ok() };
-    roots.into_iter().all(|root| canonical(root).is_some_and(|root| all_filling(&mounts, &root)))
+    let canonical = |root: &Path| {
+        if follow_links {
+            Some(PathBuf::from("/"))
+        } else {
+            root.canonicalize().ok()
+        }
+    };
+    roots
+        .into_iter()
+        .all(|root| canonical(root).is_some_and(|root| all_filling(&mounts, &root)))
 }
 
 /// Mount points with their file system types, or `None` for a line that
@@ -56,7 +64,9 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(field.len());
     let mut i = 0;
     while i < field.len() {
-        let octal = field.get(i + 1..i + 4).filter(|d| field[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
+        let octal = field
+            .get(i + 1..i + 4)
+            .filter(|d| field[i] == b'\\' && d.iter().all(|b| (b'0'..=b'7').contains(b)));
         match octal {
             Some(d) => {
                 out.push(d.iter().fold(0u8, |n, b| n.wrapping_mul(8) + (b - b'0')));
@@ -102,9 +112,15 @@ mod tests {
         let mounts = parse(MOUNTINFO).unwrap();
         assert!(all_filling(&mounts, Path::new("/data/src")));
         assert!(all_filling(&mounts, Path::new("/tmp/x")));
-        assert!(all_filling(&mounts, Path::new("/home/u/fuse")), "a name that only starts like the mount");
+        assert!(
+            all_filling(&mounts, Path::new("/home/u/fuse")),
+            "a name that only starts like the mount"
+        );
         assert!(!all_filling(&mounts, Path::new("/home/u")), "holds a FUSE mount");
-        assert!(!all_filling(&mounts, Path::new("/home/u/fuse dir/a")), "on a FUSE mount");
+        assert!(
+            !all_filling(&mounts, Path::new("/home/u/fuse dir/a")),
+            "on a FUSE mount"
+        );
         assert!(!all_filling(&mounts, Path::new("/")), "holds /proc");
     }
 

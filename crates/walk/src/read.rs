@@ -13,11 +13,11 @@ use rustix::io::Errno;
 
 use crate::dir::{into_raw, Dir, Job};
 use crate::dirent::{DirStream, Record};
-use crate::split::{self, Part};
 use crate::entry::{Chunk, FileType};
 use crate::error::Error;
 use crate::filter::{DirInfo, RawEntry};
 use crate::meta::Metadata;
+use crate::split::{self, Part};
 use crate::uring::BulkStat;
 use crate::walker::{Flow, Shared, Visitor};
 
@@ -129,7 +129,13 @@ impl Reader {
         let (dev, ino) = if is_root || cfg.follow_links || cfg.same_file_system {
             match crate::meta::stat_fd(fd.as_fd()) {
                 Ok(m) => (m.dev, m.ino),
-                Err(e) => return visitor.error(Error::io(&job.path(), depth, Errno::from_io_error(&e).unwrap_or(Errno::IO))),
+                Err(e) => {
+                    return visitor.error(Error::io(
+                        &job.path(),
+                        depth,
+                        Errno::from_io_error(&e).unwrap_or(Errno::IO),
+                    ))
+                }
             }
         } else {
             (0, 0)
@@ -150,7 +156,16 @@ impl Reader {
         }
         let root_index = job.parent.root;
         let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
-        let mut dir = Dir::new(job.path(), depth + 1, root_index, root_prefix_len, parent, dev, ino, fd.as_raw_fd());
+        let mut dir = Dir::new(
+            job.path(),
+            depth + 1,
+            root_index,
+            root_prefix_len,
+            parent,
+            dev,
+            ino,
+            fd.as_raw_fd(),
+        );
         drop(job);
         if is_root && cfg.min_depth == 0 {
             let flow = self.emit_root(shared, dir.path(), FileType::Dir, ino, visitor, Some(&fd));
@@ -171,14 +186,23 @@ impl Reader {
                 listed = true;
                 present.extend(probes.iter().map(|p| self.listing.contains(p)));
             }
-            let info = DirInfo { path: dir.path(), depth, fd: fd.as_fd(), present: listed.then_some(&present[..]) };
+            let info = DirInfo {
+                path: dir.path(),
+                depth,
+                fd: fd.as_fd(),
+                present: listed.then_some(&present[..]),
+            };
             let parent_state = dir.parent.as_ref().and_then(|p| p.filter_state.as_ref());
             dir.filter_state = filter.enter(&info, parent_state);
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
         let raw = into_raw(fd);
-        let stretch = Stretch { from: 0, to: u64::MAX, share: share.filter(|_| !listed && cfg.sort.is_none()) };
+        let stretch = Stretch {
+            from: 0,
+            to: u64::MAX,
+            share: share.filter(|_| !listed && cfg.sort.is_none()),
+        };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)
     }
@@ -186,11 +210,28 @@ impl Reader {
     /// Read one part of a directory another reader split (with a
     /// descriptor of its own, and so a `Dir` of its own).
     fn read_part<V: Visitor>(&mut self, shared: &Shared, part: Part, visitor: &mut V, jobs: &mut Vec<Job>) -> Flow {
-        let Part { dir, fd, start, end, reserved } = part;
+        let Part {
+            dir,
+            fd,
+            start,
+            end,
+            reserved,
+        } = part;
         drop(reserved);
         let raw = into_raw(fd);
         let dir = Arc::new(dir.twin(raw));
-        let flow = self.read_entries(shared, &dir, raw, visitor, false, Stretch { from: start, to: end, share: None });
+        let flow = self.read_entries(
+            shared,
+            &dir,
+            raw,
+            visitor,
+            false,
+            Stretch {
+                from: start,
+                to: end,
+                share: None,
+            },
+        );
         self.queue_children(shared, &dir, flow, jobs)
     }
 
@@ -296,7 +337,14 @@ impl Reader {
             };
             let decision = match &cfg.filter {
                 Some(filter) => {
-                    let raw_entry = RawEntry { name, parent_prefix: &dir.prefix, depth, file_type, target_type, dir_fd: fd };
+                    let raw_entry = RawEntry {
+                        name,
+                        parent_prefix: &dir.prefix,
+                        depth,
+                        file_type,
+                        target_type,
+                        dir_fd: fd,
+                    };
                     filter.decide(dir.filter_state.as_ref(), &raw_entry)
                 }
                 None => crate::filter::Decision::KEEP,
@@ -304,7 +352,11 @@ impl Reader {
             if decision.descend && descend && target_type == FileType::Dir {
                 let name_start = self.child_names.len() as u32;
                 self.child_names.extend_from_slice(name);
-                self.children.push(Child { name_start, name_len: name.len() as u32, follow: file_type == FileType::Symlink });
+                self.children.push(Child {
+                    name_start,
+                    name_len: name.len() as u32,
+                    follow: file_type == FileType::Symlink,
+                });
             }
             if emit && decision.emit {
                 chunk.push(name, file_type, target_type, entry.ino());
@@ -317,7 +369,11 @@ impl Reader {
             sort.sort_chunk(&mut chunk);
             sort.sort_children(&mut self.children, &self.child_names);
         }
-        let flow = if chunk.is_empty() { Flow::Continue } else { flush(shared, &mut chunk, fd, visitor, &mut self.stats) };
+        let flow = if chunk.is_empty() {
+            Flow::Continue
+        } else {
+            flush(shared, &mut chunk, fd, visitor, &mut self.stats)
+        };
         chunk.fd = -1;
         self.spare = Some(chunk);
         flow
@@ -388,7 +444,6 @@ fn flush<V: Visitor>(
     flow
 }
 
-
 /// Stat every entry of a chunk relative to its directory: the bulk fetch
 /// that spares callers a second stat per entry. In listing order: stats
 /// sorted by inode number were measured on a cold cache (`fdu -s`, caches
@@ -397,7 +452,10 @@ fn flush<V: Visitor>(
 /// against 6.02 (of 3).
 fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool, stats: &mut BulkStat) {
     let names = &chunk.names;
-    let slots = chunk.slots.iter().map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
+    let slots = chunk
+        .slots
+        .iter()
+        .map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
     stats.stat_all(fd, follow, slots, &mut chunk.meta);
 }
 
@@ -411,7 +469,11 @@ fn follow_link(dir: &Arc<Dir>, fd: std::os::fd::BorrowedFd<'_>, name: &[u8], dep
     match rustix::fs::statat(fd, name, AtFlags::empty()) {
         Ok(st) => {
             let target = Metadata::from_stat(&st);
-            match target.is_dir().then(|| find_ancestor(dir, target.dev, target.ino)).flatten() {
+            match target
+                .is_dir()
+                .then(|| find_ancestor(dir, target.dev, target.ino))
+                .flatten()
+            {
                 Some(ancestor) => Err(Error::loop_at(&path(), depth, ancestor.path())),
                 None => Ok(target.file_type()),
             }
@@ -445,7 +507,11 @@ struct Stretch<'s> {
 /// One entry as the directory listed it.
 enum Listed<'a> {
     Raw(Record<'a>),
-    Kept { name: &'a [u8], file_type: FileType, ino: u64 },
+    Kept {
+        name: &'a [u8],
+        file_type: FileType,
+        ino: u64,
+    },
 }
 
 impl Listed<'_> {
@@ -501,7 +567,8 @@ impl Listing {
                 Ok(e) => {
                     let start = self.names.len() as u32;
                     self.names.extend_from_slice(e.name);
-                    self.items.push((start, e.name.len() as u32, FileType::from_d_type(e.d_type), e.ino));
+                    self.items
+                        .push((start, e.name.len() as u32, FileType::from_d_type(e.d_type), e.ino));
                 }
                 Err(e) => {
                     self.error = Some(e);
@@ -512,7 +579,9 @@ impl Listing {
     }
 
     fn contains(&self, name: &[u8]) -> bool {
-        self.items.iter().any(|&(start, len, _, _)| &self.names[start as usize..(start + len) as usize] == name)
+        self.items
+            .iter()
+            .any(|&(start, len, _, _)| &self.names[start as usize..(start + len) as usize] == name)
     }
 
     fn replay(&self) -> Replay<'_> {
@@ -534,15 +603,17 @@ enum Source<'a> {
 impl Source<'_> {
     fn next(&mut self) -> Option<Result<Listed<'_>, Errno>> {
         match self {
-            Source::Raw(raw) => raw.next().map(|item| {
-                item.map(Listed::Raw)
-            }),
+            Source::Raw(raw) => raw.next().map(|item| item.map(Listed::Raw)),
             Source::Listed(replay) => {
                 let listing = replay.listing;
                 match listing.items.get(replay.next) {
                     Some(&(start, len, file_type, ino)) => {
                         replay.next += 1;
-                        Some(Ok(Listed::Kept { name: &listing.names[start as usize..(start + len) as usize], file_type, ino }))
+                        Some(Ok(Listed::Kept {
+                            name: &listing.names[start as usize..(start + len) as usize],
+                            file_type,
+                            ino,
+                        }))
                     }
                     None => {
                         // The error, if any, comes once, after the entries read before it.

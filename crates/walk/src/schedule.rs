@@ -23,7 +23,11 @@ use crate::read::Reader;
 use crate::walker::{Flow, Order, Shared, Visitor};
 
 fn root_jobs(shared: &Shared) -> impl Iterator<Item = Job> + '_ {
-    shared.roots.iter().enumerate().map(|(i, r)| Job::root(Dir::root_parent(i), r))
+    shared
+        .roots
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Job::root(Dir::root_parent(i), r))
 }
 
 pub(crate) fn run<V, M, D>(shared: &Shared, make: M, mut done: D)
@@ -36,9 +40,11 @@ where
         Order::BreadthFirst => done(run_serial(shared, make(), usize::MAX)),
         Order::DepthFirst => done(run_serial(shared, make(), 0)),
         // One worker: the same walk without the pool.
-        Order::Parallel if shared.cfg.threads <= 1 => {
-            done(run_serial(shared, make(), if shared.cfg.shallow_first { SHALLOW_FRONTIER } else { 0 }))
-        }
+        Order::Parallel if shared.cfg.threads <= 1 => done(run_serial(
+            shared,
+            make(),
+            if shared.cfg.shallow_first { SHALLOW_FRONTIER } else { 0 },
+        )),
         Order::Parallel => run_parallel(shared, make, done),
     }
 }
@@ -113,8 +119,11 @@ impl Pool {
             let mut retry = false;
             // A batch would make this worker's next reads the frontier's
             // next directories, not the shallowest ones left.
-            let from_injector =
-                if self.shallow_limit > 0 { self.injector.steal() } else { self.injector.steal_batch_and_pop(local) };
+            let from_injector = if self.shallow_limit > 0 {
+                self.injector.steal()
+            } else {
+                self.injector.steal_batch_and_pop(local)
+            };
             match from_injector {
                 Steal::Success(job) => return Some(job),
                 Steal::Retry => retry = true,
@@ -151,9 +160,16 @@ where
     D: FnMut(V),
 {
     let threads = shared.cfg.threads;
-    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads)).map(|_| Worker::new_lifo()).collect();
+    let mut workers: Vec<Worker<Job>> = (0..shared.cfg.io_depth.max(threads))
+        .map(|_| Worker::new_lifo())
+        .collect();
     let stealers = workers.iter().map(|w| w.stealer()).collect();
-    let spares = workers.split_off(threads).into_iter().enumerate().map(|(i, w)| (threads + i, w)).collect();
+    let spares = workers
+        .split_off(threads)
+        .into_iter()
+        .enumerate()
+        .map(|(i, w)| (threads + i, w))
+        .collect();
     let pool = Pool {
         injector: Injector::new(),
         stealers,
@@ -187,7 +203,11 @@ where
             }
         }
     });
-    added.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().for_each(done);
+    added
+        .into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .for_each(done);
 }
 
 /// The walk waits on I/O: start more workers (see `crate::io`). They hand
@@ -215,7 +235,11 @@ fn add_io_workers<'scope, 'env, V, M>(
 fn work<V: Visitor>(shared: &Shared, pool: &Pool, local: Worker<Job>, me: usize, mut visitor: V, grow: &dyn Fn()) -> V {
     let mut probe = Probe::new(pool.io.can_grow());
     // I/O workers (added past the CPU workers) go wherever the kernel puts them.
-    let mut pinned = pool.placement.as_ref().filter(|_| me < shared.cfg.threads).map(|p| p.pin(me));
+    let mut pinned = pool
+        .placement
+        .as_ref()
+        .filter(|_| me < shared.cfg.threads)
+        .map(|p| p.pin(me));
     let mut reader = Reader::new();
     let mut children = Vec::new();
     let mut idle_spins = 0;
@@ -330,7 +354,10 @@ impl Placement {
         one.set(self.cpus[me % self.cpus.len()]);
         // A failure leaves the thread where the kernel put it: no harm.
         let _ = rustix::thread::sched_setaffinity(None, &one);
-        Pinned { placement: self, dirs_left: PLACED_DIRS }
+        Pinned {
+            placement: self,
+            dirs_left: PLACED_DIRS,
+        }
     }
 }
 
@@ -363,7 +390,10 @@ mod tests {
         let before = rustix::thread::sched_getaffinity(None).unwrap();
         let cpus = before.count() as usize;
         assert!(Placement::new(1).is_none(), "one worker is never pinned");
-        assert!(Placement::new(cpus + 1).is_none(), "more workers than CPUs are not pinned");
+        assert!(
+            Placement::new(cpus + 1).is_none(),
+            "more workers than CPUs are not pinned"
+        );
         let Some(placement) = Placement::new(cpus) else {
             assert_eq!(cpus, 1, "one worker per CPU gets placed");
             return;

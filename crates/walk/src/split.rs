@@ -87,7 +87,13 @@ pub(crate) fn split(
         // A part that cannot be opened: one stream after all (the parts
         // opened so far are dropped, and their reservations with them).
         let fd = reopen_at(fd, start)?;
-        rest.push(Part { dir: dir.clone(), fd, start, end, reserved });
+        rest.push(Part {
+            dir: dir.clone(),
+            fd,
+            start,
+            end,
+            reserved,
+        });
     }
     Some((pos + step, rest))
 }

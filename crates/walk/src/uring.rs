@@ -84,8 +84,7 @@ fn supported() -> bool {
     *SUPPORTED.get_or_init(|| {
         let Ok(ring) = Ring::new(2) else { return false };
         let mut probe = io_uring::Probe::new();
-        ring.submitter().register_probe(&mut probe).is_ok()
-            && probe.is_supported(opcode::Statx::CODE)
+        ring.submitter().register_probe(&mut probe).is_ok() && probe.is_supported(opcode::Statx::CODE)
     })
 }
 
@@ -170,7 +169,9 @@ impl BulkStat {
         names: impl Iterator<Item = &'a [u8]> + Clone,
         out: &mut Vec<Option<Metadata>>,
     ) -> bool {
-        let State::Ready(ring) = &mut self.state else { return false };
+        let State::Ready(ring) = &mut self.state else {
+            return false;
+        };
         let ring_ok = submit_all(
             ring,
             dir,
@@ -184,9 +185,7 @@ impl BulkStat {
             out.push(match res {
                 // SAFETY: a statx that succeeded filled its buffer.
                 0 => Some(unsafe { buf.assume_init_ref() })
-                    .filter(|st| {
-                        st.stx_mask & libc::STATX_BASIC_STATS == libc::STATX_BASIC_STATS
-                    })
+                    .filter(|st| st.stx_mask & libc::STATX_BASIC_STATS == libc::STATX_BASIC_STATS)
                     .map(Metadata::from_statx)
                     .or_else(|| crate::meta::stat_entry(dir, name, follow)),
                 // Failed, or never submitted: ask again the ordinary way.
@@ -270,8 +269,7 @@ fn submit_all<'a>(
         {
             let mut sq = ring.submission();
             while next < n && !sq.is_full() {
-                let name = CStr::from_bytes_until_nul(&name_buf[starts[next]..])
-                    .expect("NUL-terminated above");
+                let name = CStr::from_bytes_until_nul(&name_buf[starts[next]..]).expect("NUL-terminated above");
                 let sqe = opcode::Statx::new(
                     types::Fd(dir.as_raw_fd()),
                     name.as_ptr(),
@@ -291,10 +289,7 @@ fn submit_all<'a>(
         match ring.submit_and_wait(1) {
             Ok(_) => refusals = 0,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e)
-                if e.raw_os_error() == Some(libc::EAGAIN)
-                    || e.raw_os_error() == Some(libc::EBUSY) =>
-            {
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) || e.raw_os_error() == Some(libc::EBUSY) => {
                 // Short of memory, or of completion space: what is with
                 // the kernel may still complete and make room, but not forever.
                 refusals += 1;
@@ -332,10 +327,7 @@ mod tests {
     use std::os::fd::AsFd;
 
     fn sync_stats(dir: BorrowedFd<'_>, names: &[Vec<u8>], follow: bool) -> Vec<Option<Metadata>> {
-        names
-            .iter()
-            .map(|n| crate::meta::stat_entry(dir, n, follow))
-            .collect()
+        names.iter().map(|n| crate::meta::stat_entry(dir, n, follow)).collect()
     }
 
     /// A directory of `files` files, a subdirectory, a link and a dangling link.
@@ -376,10 +368,7 @@ mod tests {
                     assert_eq!(out, expected, "{mode:?}, follow {follow}");
                 }
                 if mode == IoUring::Always && supported() {
-                    assert!(
-                        matches!(bulk.state, State::Ready(_)),
-                        "the ring was not used"
-                    );
+                    assert!(matches!(bulk.state, State::Ready(_)), "the ring was not used");
                 }
             }
         }
@@ -396,12 +385,7 @@ mod tests {
             BulkStat::new(mode).stat_all(fd.as_fd(), false, names.iter().map(|n| &n[..]), &mut out);
             assert_eq!(out.len(), names.len());
             for (name, m) in names.iter().zip(&out) {
-                assert_eq!(
-                    m.is_none(),
-                    name == b"gone",
-                    "{}",
-                    String::from_utf8_lossy(name)
-                );
+                assert_eq!(m.is_none(), name == b"gone", "{}", String::from_utf8_lossy(name));
             }
         }
         let err = crate::meta::stat_at(fd.as_fd(), b"gone", false).unwrap_err();

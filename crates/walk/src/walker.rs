@@ -530,8 +530,14 @@ impl WalkBuilder {
     {
         let shared = Shared::new(self);
         let shared = &shared;
-        let guard = || Guard { visitor: Some(make()), shared, lenient: self.cfg.lenient };
-        crate::schedule::run(shared, guard, |mut guard| done(guard.visitor.take().expect("a visitor per guard")));
+        let guard = || Guard {
+            visitor: Some(make()),
+            shared,
+            lenient: self.cfg.lenient,
+        };
+        crate::schedule::run(shared, guard, |mut guard| {
+            done(guard.visitor.take().expect("a visitor per guard"))
+        });
     }
 
     /// Skip the errors a walk over a live tree meets as a matter of course
@@ -758,14 +764,20 @@ struct Guard<'a, V> {
 
 impl<V: Visitor> Visitor for Guard<'_, V> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        self.visitor.as_mut().expect("visitor taken only at the end").visit(chunk)
+        self.visitor
+            .as_mut()
+            .expect("visitor taken only at the end")
+            .visit(chunk)
     }
 
     fn error(&mut self, error: Error) -> Flow {
         if self.lenient && error.is_benign() && error.depth() > 0 {
             return Flow::Continue;
         }
-        self.visitor.as_mut().expect("visitor taken only at the end").error(error)
+        self.visitor
+            .as_mut()
+            .expect("visitor taken only at the end")
+            .error(error)
     }
 }
 
@@ -852,25 +864,54 @@ pub(crate) struct Shared {
 
 impl Shared {
     fn new(b: &WalkBuilder) -> Self {
-        let threads = if b.cfg.order == Order::Parallel { b.cfg.threads.max(1) } else { 1 };
+        let threads = if b.cfg.order == Order::Parallel {
+            b.cfg.threads.max(1)
+        } else {
+            1
+        };
         // One worker runs serially, without the pool that could grow.
-        let io_depth = if threads > 1 { crate::io::pool_size(threads, b.cfg.io_depth) } else { 1 };
+        let io_depth = if threads > 1 {
+            crate::io::pool_size(threads, b.cfg.io_depth)
+        } else {
+            1
+        };
         let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
-            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current.unwrap_or(1024) as usize;
+            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
+                .current
+                .unwrap_or(1024) as usize;
             // Each CPU worker may hold a directory being read plus two for
             // an open by path; stdio and the caller need a few more. Workers
             // added for I/O reserve theirs when they start.
             limit.saturating_sub(16 + FDS_PER_WORKER * threads).min(4096)
         });
-        let ignore = b.cfg.ignore.clone().map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
-        let filters = b.cfg.filter.iter().cloned().chain(ignore).chain(b.cfg.hooks.iter().cloned());
+        let ignore = b
+            .cfg
+            .ignore
+            .clone()
+            .map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
+        let filters = b
+            .cfg
+            .filter
+            .iter()
+            .cloned()
+            .chain(ignore)
+            .chain(b.cfg.hooks.iter().cloned());
         let filter = crate::hooks::Chain::of(filters);
         Shared {
-            cfg: Config { threads, io_depth, filter, ..b.cfg.clone() },
+            cfg: Config {
+                threads,
+                io_depth,
+                filter,
+                ..b.cfg.clone()
+            },
             roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
             stop: b.cfg.stop.clone().unwrap_or_default(),
             fd_budget,
-            fds_per_added_worker: if b.cfg.max_open_fds.is_some() { 0 } else { FDS_PER_WORKER },
+            fds_per_added_worker: if b.cfg.max_open_fds.is_some() {
+                0
+            } else {
+                FDS_PER_WORKER
+            },
             short_read_ends: std::sync::OnceLock::new(),
         }
     }

@@ -17,7 +17,14 @@ fn make_tree() -> tempfile::TempDir {
     for d in ["a/b/c", "a/empty", "wide", ".hidden/inner"] {
         std::fs::create_dir_all(root.join(d)).unwrap();
     }
-    for f in ["top.txt", "a/one.rs", "a/b/two.rs", "a/b/c/three.txt", ".hidden/inner/x", ".dotfile"] {
+    for f in [
+        "top.txt",
+        "a/one.rs",
+        "a/b/two.rs",
+        "a/b/c/three.txt",
+        ".hidden/inner/x",
+        ".dotfile",
+    ] {
         std::fs::write(root.join(f), f).unwrap();
     }
     for i in 0..300 {
@@ -53,13 +60,22 @@ fn insert_once(set: &mut BTreeSet<PathBuf>, path: PathBuf) {
 
 fn builders(root: &Path) -> Vec<(String, WalkBuilder)> {
     let mut out = vec![
-        ("breadth-first".to_string(), WalkBuilder::new(root).order(Order::BreadthFirst)),
-        ("depth-first".to_string(), WalkBuilder::new(root).order(Order::DepthFirst)),
+        (
+            "breadth-first".to_string(),
+            WalkBuilder::new(root).order(Order::BreadthFirst),
+        ),
+        (
+            "depth-first".to_string(),
+            WalkBuilder::new(root).order(Order::DepthFirst),
+        ),
     ];
     for threads in [1, 2, 4] {
         out.push((format!("parallel({threads})"), WalkBuilder::new(root).threads(threads)));
     }
-    out.push(("parallel shallow-first".to_string(), WalkBuilder::new(root).threads(3).shallow_first(true)));
+    out.push((
+        "parallel shallow-first".to_string(),
+        WalkBuilder::new(root).threads(3).shallow_first(true),
+    ));
     out.into_iter().map(|(name, b)| (name, b.chunk_size(7))).collect()
 }
 
@@ -89,7 +105,11 @@ fn shallow_first_past_its_frontier_yields_every_entry_once() {
     let want = expected(tree.path());
     for threads in [1, 3] {
         let mut got = BTreeSet::new();
-        for entry in WalkBuilder::new(tree.path()).threads(threads).shallow_first(true).iter() {
+        for entry in WalkBuilder::new(tree.path())
+            .threads(threads)
+            .shallow_first(true)
+            .iter()
+        {
             insert_once(&mut got, entry.unwrap().into_path());
         }
         assert_eq!(got, want, "{threads} threads");
@@ -141,14 +161,39 @@ fn closure_visitors_see_every_entry_once_in_every_order() {
 #[test]
 fn depth_first_sorted_walk_is_deterministic() {
     let tree = make_tree();
-    let walk = WalkBuilder::new(tree.path()).order(Order::DepthFirst).sort(Some(Sort::Name)).prune(|d| d.name == b"wide");
-    let relative = |e: fnd_walk::Entry| e.path().strip_prefix(tree.path()).unwrap().as_os_str().as_bytes().to_vec();
+    let walk = WalkBuilder::new(tree.path())
+        .order(Order::DepthFirst)
+        .sort(Some(Sort::Name))
+        .prune(|d| d.name == b"wide");
+    let relative = |e: fnd_walk::Entry| {
+        e.path()
+            .strip_prefix(tree.path())
+            .unwrap()
+            .as_os_str()
+            .as_bytes()
+            .to_vec()
+    };
     let got: Vec<Vec<u8>> = walk.iter().map(|e| relative(e.unwrap())).collect();
     // A directory's entries come together (one chunk), then each
     // subdirectory's subtree, in name order.
     let want: Vec<&[u8]> = vec![
-        b"", b".dotfile", b".hidden", b"a", b"link-dangling", b"link-dir", b"link-file", b"top.txt", b"wide",
-        b".hidden/inner", b".hidden/inner/x", b"a/b", b"a/caf\xe9", b"a/empty", b"a/one.rs", b"a/b/c", b"a/b/two.rs",
+        b"",
+        b".dotfile",
+        b".hidden",
+        b"a",
+        b"link-dangling",
+        b"link-dir",
+        b"link-file",
+        b"top.txt",
+        b"wide",
+        b".hidden/inner",
+        b".hidden/inner/x",
+        b"a/b",
+        b"a/caf\xe9",
+        b"a/empty",
+        b"a/one.rs",
+        b"a/b/c",
+        b"a/b/two.rs",
         b"a/b/c/three.txt",
     ];
     assert_eq!(got, want);
@@ -160,7 +205,11 @@ fn depth_first_sorted_walk_is_deterministic() {
 #[test]
 fn breadth_first_yields_shallower_entries_first() {
     let tree = make_tree();
-    let depths: Vec<usize> = WalkBuilder::new(tree.path()).order(Order::BreadthFirst).iter().map(|e| e.unwrap().depth()).collect();
+    let depths: Vec<usize> = WalkBuilder::new(tree.path())
+        .order(Order::BreadthFirst)
+        .iter()
+        .map(|e| e.unwrap().depth())
+        .collect();
     assert!(depths.windows(2).all(|w| w[0] <= w[1]), "{depths:?}");
     assert_eq!(depths.iter().max(), Some(&4));
 }
@@ -175,8 +224,12 @@ fn min_and_max_depth_bound_what_is_yielded() {
             (1..=2).contains(&depth)
         })
         .collect();
-    let got: BTreeSet<PathBuf> =
-        WalkBuilder::new(tree.path()).min_depth(1).max_depth(Some(2)).iter().map(|e| e.unwrap().into_path()).collect();
+    let got: BTreeSet<PathBuf> = WalkBuilder::new(tree.path())
+        .min_depth(1)
+        .max_depth(Some(2))
+        .iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
     assert_eq!(got, want);
 }
 
@@ -210,7 +263,9 @@ fn bulk_metadata_is_there_for_every_entry() {
     for (name, builder) in builders(tree.path()) {
         for entry in builder.metadata(true).iter() {
             let entry = entry.unwrap();
-            let cached = *entry.cached_metadata().unwrap_or_else(|| panic!("{name}: no metadata for {}", entry.path().display()));
+            let cached = *entry
+                .cached_metadata()
+                .unwrap_or_else(|| panic!("{name}: no metadata for {}", entry.path().display()));
             assert_eq!(entry.metadata().unwrap(), cached);
             if entry.file_type().is_file() {
                 assert_eq!(cached.size, std::fs::metadata(entry.path()).unwrap().len());
@@ -223,15 +278,32 @@ fn bulk_metadata_is_there_for_every_entry() {
 fn following_links_reports_a_loop_once_and_lenient_skips_it() {
     let tree = make_tree();
     std::os::unix::fs::symlink("..", tree.path().join("a/b/c/up")).unwrap();
-    let results: Vec<_> = WalkBuilder::new(tree.path()).follow_links(true).order(Order::DepthFirst).iter().collect();
+    let results: Vec<_> = WalkBuilder::new(tree.path())
+        .follow_links(true)
+        .order(Order::DepthFirst)
+        .iter()
+        .collect();
     let loops: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     // a/b/c/up → a/b, an ancestor; link-dir/c/up → a/b, met again through link-dir.
     assert!(!loops.is_empty());
-    assert!(loops.iter().all(|e| matches!(e.kind(), ErrorKind::Loop { .. }) && e.is_benign()), "{loops:?}");
-    let lenient_errors = WalkBuilder::new(tree.path()).follow_links(true).lenient(true).iter().filter(Result::is_err).count();
+    assert!(
+        loops
+            .iter()
+            .all(|e| matches!(e.kind(), ErrorKind::Loop { .. }) && e.is_benign()),
+        "{loops:?}"
+    );
+    let lenient_errors = WalkBuilder::new(tree.path())
+        .follow_links(true)
+        .lenient(true)
+        .iter()
+        .filter(Result::is_err)
+        .count();
     assert_eq!(lenient_errors, 0);
     // Entries under the followed link are yielded with the link's path.
-    let under_link = results.iter().flatten().any(|e| e.path() == tree.path().join("link-dir/two.rs"));
+    let under_link = results
+        .iter()
+        .flatten()
+        .any(|e| e.path() == tree.path().join("link-dir/two.rs"));
     assert!(under_link);
 }
 
@@ -242,20 +314,43 @@ fn following_links_reports_a_loop_once_and_lenient_skips_it() {
 fn links_that_cannot_be_followed_are_errors_dangling_ones_entries() {
     let tree = tempfile::tempdir().unwrap();
     std::fs::write(tree.path().join("file"), "").unwrap();
-    for (link, target) in [("dangling", "nowhere"), ("itself", "itself"), ("through-file", "file/x")] {
+    for (link, target) in [
+        ("dangling", "nowhere"),
+        ("itself", "itself"),
+        ("through-file", "file/x"),
+    ] {
         std::os::unix::fs::symlink(target, tree.path().join(link)).unwrap();
     }
-    let results: Vec<_> = WalkBuilder::new(tree.path()).follow_links(true).min_depth(1).iter().collect();
+    let results: Vec<_> = WalkBuilder::new(tree.path())
+        .follow_links(true)
+        .min_depth(1)
+        .iter()
+        .collect();
     let names: BTreeSet<_> = results.iter().flatten().map(|e| e.file_name().to_owned()).collect();
-    assert_eq!(names, ["dangling", "file"].map(std::ffi::OsString::from).into_iter().collect());
-    let mut errors: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).map(|e| (e.path().to_owned(), e.kind().clone())).collect();
+    assert_eq!(
+        names,
+        ["dangling", "file"].map(std::ffi::OsString::from).into_iter().collect()
+    );
+    let mut errors: Vec<_> = results
+        .iter()
+        .filter_map(|r| r.as_ref().err())
+        .map(|e| (e.path().to_owned(), e.kind().clone()))
+        .collect();
     errors.sort_by(|a, b| a.0.cmp(&b.0));
     use rustix::io::Errno;
     assert_eq!(
         errors,
-        [(tree.path().join("itself"), ErrorKind::Follow(Errno::LOOP)), (tree.path().join("through-file"), ErrorKind::Follow(Errno::NOTDIR))]
+        [
+            (tree.path().join("itself"), ErrorKind::Follow(Errno::LOOP)),
+            (tree.path().join("through-file"), ErrorKind::Follow(Errno::NOTDIR))
+        ]
     );
-    let lenient = WalkBuilder::new(tree.path()).follow_links(true).lenient(true).iter().filter(Result::is_err).count();
+    let lenient = WalkBuilder::new(tree.path())
+        .follow_links(true)
+        .lenient(true)
+        .iter()
+        .filter(Result::is_err)
+        .count();
     assert_eq!(lenient, 0);
 }
 
@@ -263,7 +358,11 @@ fn links_that_cannot_be_followed_are_errors_dangling_ones_entries() {
 fn a_missing_root_is_an_error_even_when_lenient() {
     let tree = make_tree();
     let missing = tree.path().join("missing");
-    let results: Vec<_> = WalkBuilder::new(tree.path().join("top.txt")).add_root(&missing).lenient(true).iter().collect();
+    let results: Vec<_> = WalkBuilder::new(tree.path().join("top.txt"))
+        .add_root(&missing)
+        .lenient(true)
+        .iter()
+        .collect();
     assert_eq!(results.len(), 2);
     let entry = results.iter().find_map(|r| r.as_ref().ok()).unwrap();
     assert_eq!(entry.path(), tree.path().join("top.txt"));
@@ -276,11 +375,16 @@ fn a_missing_root_is_an_error_even_when_lenient() {
 #[test]
 fn prune_keeps_the_directory_but_not_its_contents() {
     let tree = make_tree();
-    let got: BTreeSet<PathBuf> =
-        WalkBuilder::new(tree.path()).prune(|d| d.name == b"a" || d.name == b"wide").iter().map(|e| e.unwrap().into_path()).collect();
+    let got: BTreeSet<PathBuf> = WalkBuilder::new(tree.path())
+        .prune(|d| d.name == b"a" || d.name == b"wide")
+        .iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
     assert!(got.contains(&tree.path().join("a")));
     assert!(got.contains(&tree.path().join("wide")));
-    assert!(!got.iter().any(|p| p.starts_with(tree.path().join("a/")) && p != &tree.path().join("a")));
+    assert!(!got
+        .iter()
+        .any(|p| p.starts_with(tree.path().join("a/")) && p != &tree.path().join("a")));
     assert!(!got.contains(&tree.path().join("wide/f000")));
     assert!(got.contains(&tree.path().join(".hidden/inner/x")));
 }
@@ -288,9 +392,16 @@ fn prune_keeps_the_directory_but_not_its_contents() {
 #[test]
 fn keep_filters_what_is_yielded_but_still_descends() {
     let tree = make_tree();
-    let got: BTreeSet<PathBuf> =
-        WalkBuilder::new(tree.path()).min_depth(1).keep(|e| e.name.ends_with(b".rs")).iter().map(|e| e.unwrap().into_path()).collect();
-    assert_eq!(got, BTreeSet::from([tree.path().join("a/one.rs"), tree.path().join("a/b/two.rs")]));
+    let got: BTreeSet<PathBuf> = WalkBuilder::new(tree.path())
+        .min_depth(1)
+        .keep(|e| e.name.ends_with(b".rs"))
+        .iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
+    assert_eq!(
+        got,
+        BTreeSet::from([tree.path().join("a/one.rs"), tree.path().join("a/b/two.rs")])
+    );
 }
 
 #[test]
@@ -351,7 +462,11 @@ fn a_slow_consumer_holds_the_walk_back() {
 #[should_panic(expected = "filter panicked")]
 fn a_panic_in_a_filter_reaches_the_consumer() {
     let tree = make_tree();
-    for entry in WalkBuilder::new(tree.path()).threads(2).keep(|_| panic!("filter panicked")).iter() {
+    for entry in WalkBuilder::new(tree.path())
+        .threads(2)
+        .keep(|_| panic!("filter panicked"))
+        .iter()
+    {
         let _ = entry;
     }
 }

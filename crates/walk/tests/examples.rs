@@ -65,9 +65,19 @@ fn all_paths(root: &Path) -> Vec<PathBuf> {
 fn count_files_counts_files_and_directories() {
     let tree = make_tree();
     let paths = all_paths(tree.path());
-    let dirs = paths.iter().filter(|p| std::fs::symlink_metadata(p).unwrap().is_dir()).count() as u64;
+    let dirs = paths
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).unwrap().is_dir())
+        .count() as u64;
     let counts = count_files::count(&[tree.path().to_path_buf()]);
-    assert_eq!(counts, count_files::Counts { files: paths.len() as u64 - dirs, dirs, errors: 0 });
+    assert_eq!(
+        counts,
+        count_files::Counts {
+            files: paths.len() as u64 - dirs,
+            dirs,
+            errors: 0
+        }
+    );
 }
 
 #[test]
@@ -99,8 +109,14 @@ fn rs_lines_counts_lines_of_rust_files_only() {
 fn largest_lists_the_biggest_files_first() {
     let tree = make_tree();
     let top = largest::largest(tree.path(), 3);
-    let names: Vec<_> = top.iter().map(|(_, p)| p.strip_prefix(tree.path()).unwrap().to_path_buf()).collect();
-    assert_eq!(names, ["big.bin", "docs/guide.md", "src/walk/mod.rs"].map(PathBuf::from));
+    let names: Vec<_> = top
+        .iter()
+        .map(|(_, p)| p.strip_prefix(tree.path()).unwrap().to_path_buf())
+        .collect();
+    assert_eq!(
+        names,
+        ["big.bin", "docs/guide.md", "src/walk/mod.rs"].map(PathBuf::from)
+    );
     assert_eq!(top[0].0, 100_000);
     assert_eq!(largest::largest(tree.path(), 100).len(), 8);
 }
@@ -111,10 +127,21 @@ fn recent_finds_files_changed_since_a_time() {
     let old = SystemTime::now() - Duration::from_secs(3 * 24 * 60 * 60);
     for path in all_paths(tree.path()) {
         if std::fs::symlink_metadata(&path).unwrap().is_file() && path.file_name().unwrap() != "README" {
-            std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
         }
     }
     let day_ago = SystemTime::now() - Duration::from_secs(24 * 60 * 60);
-    assert_eq!(recent::changed_since(tree.path(), day_ago), [tree.path().join("README")]);
-    assert_eq!(recent::changed_since(tree.path(), old - Duration::from_secs(1)).len(), 8);
+    assert_eq!(
+        recent::changed_since(tree.path(), day_ago),
+        [tree.path().join("README")]
+    );
+    assert_eq!(
+        recent::changed_since(tree.path(), old - Duration::from_secs(1)).len(),
+        8
+    );
 }

@@ -36,10 +36,7 @@ const FD_BUDGETS: [Option<usize>; 2] = [None, Some(0)];
 fn builders(root: &Path) -> impl Iterator<Item = WalkBuilder> + '_ {
     ORDERS.iter().flat_map(move |&(order, threads)| {
         FD_BUDGETS.iter().map(move |&budget| {
-            let b = WalkBuilder::new(root)
-                .order(order)
-                .threads(threads)
-                .min_depth(1);
+            let b = WalkBuilder::new(root).order(order).threads(threads).min_depth(1);
             match budget {
                 Some(n) => b.max_open_fds(n),
                 None => b,
@@ -148,10 +145,7 @@ impl Visitor for ChainCheck {
             e.write_path(&mut self.path);
             let (depth, is_file) = chain_seen(&self.root, std::iter::once(&self.path[..]))[0];
             assert_eq!((depth, is_file), (e.depth(), e.name_bytes() == b"f"));
-            assert!(
-                e.cached_metadata().is_some(),
-                "bulk metadata missing at depth {depth}"
-            );
+            assert!(e.cached_metadata().is_some(), "bulk metadata missing at depth {depth}");
             let lazy = e.metadata().expect("metadata of a deep entry");
             assert_eq!(lazy.is_dir(), !is_file);
             self.seen.push((depth, is_file));
@@ -175,12 +169,8 @@ fn chain_2000_deep_is_walked_whole_in_every_order() {
     // Every order with kept-open descriptors; two with every directory
     // opened by path from the root (each such open walks the whole path,
     // so those walks are quadratic in the depth).
-    let by_path = [Order::DepthFirst, Order::Parallel].map(|o| {
-        WalkBuilder::new(tmp.path())
-            .order(o)
-            .threads(4)
-            .max_open_fds(0)
-    });
+    let by_path =
+        [Order::DepthFirst, Order::Parallel].map(|o| WalkBuilder::new(tmp.path()).order(o).threads(4).max_open_fds(0));
     let kept = ORDERS.map(|(o, t)| WalkBuilder::new(tmp.path()).order(o).threads(t));
     for b in kept.into_iter().chain(by_path) {
         let b = b.min_depth(1).metadata(true);
@@ -241,10 +231,7 @@ fn symlink_loops_end_and_are_reported_once() {
         for e in &c.errors {
             match e.kind() {
                 ErrorKind::Loop { .. } => {
-                    assert!(
-                        reported.insert(root_bytes(e.path())),
-                        "loop reported twice: {e}"
-                    )
+                    assert!(reported.insert(root_bytes(e.path())), "loop reported twice: {e}")
                 }
                 // A link to itself cannot be followed: an error, as fd reports it.
                 ErrorKind::Follow(Errno::LOOP) => unfollowable.push(root_bytes(e.path())),
@@ -270,10 +257,7 @@ fn symlink_loops_end_and_are_reported_once() {
         }
         let entry = c.entries.iter().find(|e| e.0 == p("dangling")).unwrap();
         assert_eq!(entry.2, FileType::Symlink, "a dangling link stays a link");
-        assert!(
-            found.contains(&p("a/tob/file")),
-            "a link to a sibling is followed"
-        );
+        assert!(found.contains(&p("a/tob/file")), "a link to a sibling is followed");
         assert!(!found.contains(&p("self/a")), "a self link is not walked");
     }
 }
@@ -322,12 +306,7 @@ impl Visitor for SwapOnChunk {
     }
 }
 
-fn swap_walk(
-    b: &WalkBuilder,
-    dir: &Path,
-    names: (&'static str, &'static str),
-    at_depth: usize,
-) -> Collect {
+fn swap_walk(b: &WalkBuilder, dir: &Path, names: (&'static str, &'static str), at_depth: usize) -> Collect {
     let mut all = Collect::default();
     b.visit(
         || SwapOnChunk {
@@ -487,10 +466,7 @@ fn racing_swaps_never_lead_out_of_the_tree() {
     };
     for i in 0..ITERATIONS {
         let (order, threads) = ORDERS[i % ORDERS.len()];
-        let mut b = WalkBuilder::new(&tree)
-            .order(order)
-            .threads(threads)
-            .min_depth(1);
+        let mut b = WalkBuilder::new(&tree).order(order).threads(threads).min_depth(1);
         if i % 2 == 1 {
             b = b.max_open_fds(0);
         }
@@ -530,10 +506,7 @@ fn tree_mutated_during_the_walk() {
                 let (stop, churn) = (stop.clone(), churn.clone());
                 std::thread::spawn(move || mutate(&churn, &stop, i))
             };
-            let mut b = WalkBuilder::new(tmp.path())
-                .order(order)
-                .threads(threads)
-                .min_depth(1);
+            let mut b = WalkBuilder::new(tmp.path()).order(order).threads(threads).min_depth(1);
             if i % 2 == 1 {
                 b = b.max_open_fds(0).metadata(true);
             }
@@ -542,11 +515,7 @@ fn tree_mutated_during_the_walk() {
             mutator.join().unwrap();
             let found = unique_paths(&c, "mutated tree");
             for e in &c.errors {
-                assert_eq!(
-                    e.errno(),
-                    Some(Errno::NOENT),
-                    "only vanished entries may fail: {e}"
-                );
+                assert_eq!(e.errno(), Some(Errno::NOENT), "only vanished entries may fail: {e}");
             }
             let lost: Vec<_> = expected_stable.difference(&found).collect();
             assert!(lost.is_empty(), "{} untouched entries lost", lost.len());
@@ -566,10 +535,7 @@ fn mutate(churn: &Path, stop: &AtomicBool, round: usize) {
         let _ = std::fs::create_dir_all(d.join("x/y"));
         let _ = std::fs::write(d.join("x/file"), b"");
         let _ = std::fs::write(dir(n).join(format!("{name}.f")), b"");
-        let _ = std::fs::rename(
-            dir(n).join(format!("{name}.f")),
-            dir(n + 1).join(format!("{name}.g")),
-        );
+        let _ = std::fs::rename(dir(n).join(format!("{name}.f")), dir(n + 1).join(format!("{name}.g")));
         let _ = std::fs::rename(&d, dir(n + 2).join(format!("{name}.moved")));
         if n >= 3 {
             let old = format!("r{round}-{}", n - 3);
@@ -625,20 +591,10 @@ fn huge_directory_of_links(base: &Path, count: usize) -> (std::path::PathBuf, Ha
     for i in 0..count {
         let name = format!("{i:0>100}");
         let origin = ["origin0", "origin1"][i % 2];
-        rustix::fs::linkat(
-            &dir,
-            origin,
-            &dir,
-            name.as_str(),
-            rustix::fs::AtFlags::empty(),
-        )
-        .unwrap();
+        rustix::fs::linkat(&dir, origin, &dir, name.as_str(), rustix::fs::AtFlags::empty()).unwrap();
         names.insert(name.into_bytes());
     }
-    let expected = names
-        .into_iter()
-        .map(|n| join(&root_bytes(&big), &n))
-        .collect();
+    let expected = names.into_iter().map(|n| join(&root_bytes(&big), &n)).collect();
     (big, expected)
 }
 
@@ -678,13 +634,7 @@ fn huge_directory_changing_while_several_threads_read_it() {
                 // New names only (never reused): a name seen twice is the walk's doing.
                 while !stop.load(Ordering::Relaxed) || n < 50 {
                     let (new, moved) = (format!("new{round}-{n}"), format!("moved{round}-{n}"));
-                    let _ = rustix::fs::linkat(
-                        &dir,
-                        "origin0",
-                        &dir,
-                        new.as_str(),
-                        rustix::fs::AtFlags::empty(),
-                    );
+                    let _ = rustix::fs::linkat(&dir, "origin0", &dir, new.as_str(), rustix::fs::AtFlags::empty());
                     let _ = rustix::fs::renameat(&dir, new.as_str(), &dir, moved.as_str());
                     if n >= 3 {
                         let _ = rustix::fs::unlinkat(
@@ -697,12 +647,7 @@ fn huge_directory_changing_while_several_threads_read_it() {
                 }
             })
         };
-        let c = collect(
-            &WalkBuilder::new(&big)
-                .order(Order::Parallel)
-                .threads(4)
-                .min_depth(1),
-        );
+        let c = collect(&WalkBuilder::new(&big).order(Order::Parallel).threads(4).min_depth(1));
         stop.store(true, Ordering::Relaxed);
         mutator.join().unwrap();
         assert!(c.errors.is_empty(), "errors: {:?}", c.errors);
@@ -737,15 +682,10 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
     });
     for _ in ORDERS {
         // A hang guard, not a timing check.
-        let c = rx
-            .recv_timeout(Duration::from_secs(300))
-            .expect("the walk ended");
+        let c = rx.recv_timeout(Duration::from_secs(300)).expect("the walk ended");
         let found = unique_paths(&c, "hostile ignore files");
         for d in HOSTILE_IGNORE_DIRS {
-            assert!(
-                found.contains(&root_bytes(&r.join(d).join("kept"))),
-                "{d}/kept listed"
-            );
+            assert!(found.contains(&root_bytes(&r.join(d).join("kept"))), "{d}/kept listed");
         }
         assert!(
             !found.contains(&root_bytes(&r.join("plain/x.log"))),

@@ -48,7 +48,11 @@ fn total_size_stats_each_entry_once() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains(&format!("entries={entries}")), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.contains(&format!("entries={entries}")),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let summary = std::fs::read_to_string(&summary).unwrap();
     // One line per call ("PID name(dirfd, \"name\", …"), plus "<... resumed>"
     // lines for calls that another thread's output interrupted. Only stats
@@ -56,8 +60,12 @@ fn total_size_stats_each_entry_once() {
     // loader and the test harness stat other paths by absolute path.
     let mut per_name = std::collections::HashMap::<&str, u64>::new();
     for line in summary.lines().filter(|l| !l.contains(" resumed>")) {
-        let Some(args) = line.split_once('(').map(|(_, rest)| rest) else { continue };
-        let Some((dirfd, rest)) = args.split_once(", \"") else { continue };
+        let Some(args) = line.split_once('(').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let Some((dirfd, rest)) = args.split_once(", \"") else {
+            continue;
+        };
         let name = rest.split('"').next().unwrap_or("");
         if dirfd.parse::<u32>().is_ok() && (name.starts_with('d') || name.starts_with('f')) {
             *per_name.entry(name).or_default() += 1;
@@ -66,5 +74,10 @@ fn total_size_stats_each_entry_once() {
     let stats: u64 = per_name.values().sum();
     assert_eq!(stats, entries - 1, "stat calls per name: {per_name:?}\n{summary}");
     // Each file name occurs once in each of the 5 directories: 5 stats, not 10.
-    assert!(per_name.iter().all(|(name, &n)| n == if name.starts_with('d') { 1 } else { 5 }), "{per_name:?}");
+    assert!(
+        per_name
+            .iter()
+            .all(|(name, &n)| n == if name.starts_with('d') { 1 } else { 5 }),
+        "{per_name:?}"
+    );
 }

@@ -22,7 +22,10 @@ fn dropping_an_iterator_ends_its_threads_and_closes_its_descriptors() {
         }
     }
     let (threads, fds) = (count("/proc/self/task"), count("/proc/self/fd"));
-    for builder in [WalkBuilder::new(tree.path()).threads(4), WalkBuilder::new(tree.path()).order(Order::BreadthFirst)] {
+    for builder in [
+        WalkBuilder::new(tree.path()).threads(4),
+        WalkBuilder::new(tree.path()).order(Order::BreadthFirst),
+    ] {
         let builder = builder.chunk_size(4).buffer_chunks(1);
         let mut walk = builder.iter();
         for _ in 0..50 {

@@ -7,9 +7,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 
 pub fn fnd() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fnd"));
-    cmd.env_remove("LS_COLORS")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null());
+    cmd.env_remove("LS_COLORS").env("NO_COLOR", "1").stdin(Stdio::null());
     cmd
 }
 
@@ -47,11 +45,7 @@ pub fn open_pty() -> Option<(OwnedFd, OwnedFd)> {
 
 /// Read a terminal's controller end until every writer has gone (EIO);
 /// `after_first` runs once, as soon as `first` bytes have come.
-fn read_pty(
-    controller: &OwnedFd,
-    first: usize,
-    mut after_first: Option<Box<dyn FnMut() + Send>>,
-) -> Vec<u8> {
+fn read_pty(controller: &OwnedFd, first: usize, mut after_first: Option<Box<dyn FnMut() + Send>>) -> Vec<u8> {
     let mut out = Vec::new();
     let mut buf = vec![0u8; 65536];
     loop {
@@ -80,10 +74,7 @@ pub fn on_pty(cmd: &mut Command, interrupt_after: Option<usize>) -> Option<(Vec<
     if interrupt_after.is_some() {
         default_sigint(cmd);
     }
-    let mut child: Child = cmd
-        .stdout(Stdio::from(terminal))
-        .spawn()
-        .expect("spawn fnd");
+    let mut child: Child = cmd.stdout(Stdio::from(terminal)).spawn().expect("spawn fnd");
     // The Command still holds the terminal end: drop it so EOF can come.
     cmd.stdout(Stdio::null());
     let pid = rustix::process::Pid::from_child(&child);
@@ -105,7 +96,11 @@ pub fn stderr_on_pty(cmd: &mut Command) -> Option<(Vec<u8>, ExitStatus)> {
         eprintln!("skipped: no pseudo-terminal available");
         return None;
     };
-    let mut child = cmd.stdout(Stdio::null()).stderr(Stdio::from(terminal)).spawn().expect("spawn fnd");
+    let mut child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(terminal))
+        .spawn()
+        .expect("spawn fnd");
     cmd.stderr(Stdio::null());
     let reader = std::thread::spawn(move || read_pty(&controller, usize::MAX, None));
     let status = child.wait().unwrap();
@@ -153,12 +148,9 @@ pub fn default_sigint(cmd: &mut Command) -> &mut Command {
     // SAFETY: signal(2) is async-signal-safe, as pre_exec requires.
     unsafe {
         cmd.pre_exec(|| {
-            nix::sys::signal::signal(
-                nix::sys::signal::Signal::SIGINT,
-                nix::sys::signal::SigHandler::SigDfl,
-            )
-            .map(drop)
-            .map_err(std::io::Error::from)
+            nix::sys::signal::signal(nix::sys::signal::Signal::SIGINT, nix::sys::signal::SigHandler::SigDfl)
+                .map(drop)
+                .map_err(std::io::Error::from)
         })
     }
 }
@@ -174,10 +166,7 @@ pub fn output_or_hang(cmd: &mut Command, what: &str) -> Output {
     let pid = rustix::process::Pid::from_child(&child);
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let guard = std::thread::spawn(move || {
-        if rx
-            .recv_timeout(std::time::Duration::from_secs(180))
-            .is_err()
-        {
+        if rx.recv_timeout(std::time::Duration::from_secs(180)).is_err() {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             return true;
         }

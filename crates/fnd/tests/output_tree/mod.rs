@@ -20,7 +20,13 @@ pub fn tree() -> TempDir {
     fs::write(root.join("a/x.tar.gz"), b"12345").unwrap();
     fs::write(root.join("exe"), b"#!/bin/sh\n").unwrap();
     // Explicit modes: the tests must not depend on the umask.
-    for (path, mode) in [("a", 0o755), ("a/b.d", 0o755), ("a/b.d/y", 0o644), ("a/x.tar.gz", 0o644), ("exe", 0o755)] {
+    for (path, mode) in [
+        ("a", 0o755),
+        ("a/b.d", 0o755),
+        ("a/b.d/y", 0o644),
+        ("a/x.tar.gz", 0o644),
+        ("exe", 0o755),
+    ] {
         fs::set_permissions(root.join(path), fs::Permissions::from_mode(mode)).unwrap();
     }
     fs::write(root.join(".hid"), b"").unwrap();

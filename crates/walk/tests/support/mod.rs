@@ -183,9 +183,7 @@ pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec
 
 /// Every (depth, is_file) a chain `depth` deep must yield, sorted.
 pub fn chain_expected(depth: usize) -> Vec<(usize, bool)> {
-    let mut v: Vec<(usize, bool)> = (1..=depth)
-        .flat_map(|d| [(d, false), (d + 1, true)])
-        .collect();
+    let mut v: Vec<(usize, bool)> = (1..=depth).flat_map(|d| [(d, false), (d + 1, true)]).collect();
     v.sort();
     v
 }
@@ -269,10 +267,20 @@ pub fn hostile_ignore_tree(root: &Path) {
         std::fs::write(root.join(d).join("kept"), b"").unwrap();
         std::fs::write(root.join(d).join("x.log"), b"").unwrap();
     }
-    fs::mknodat(CWD, root.join("fifo/.ignore"), fs::FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+    fs::mknodat(
+        CWD,
+        root.join("fifo/.ignore"),
+        fs::FileType::Fifo,
+        Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join("zero/.ignore")).unwrap();
     std::fs::create_dir(root.join("dir/.ignore")).unwrap();
-    std::fs::File::create(root.join("sparse/.ignore")).unwrap().set_len(1 << 40).unwrap();
+    std::fs::File::create(root.join("sparse/.ignore"))
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
     std::fs::write(root.join("plain/.ignore"), b"*.log\n").unwrap();
 }
 
@@ -294,11 +302,7 @@ pub fn many_files(root: &Path, count: usize, name_len: usize) {
 /// Returns it with the count.
 pub fn huge_directory() -> (tempfile::TempDir, usize) {
     let tmp = scratch_dir();
-    let count = if scratch_is_memory(tmp.path()) {
-        200_000
-    } else {
-        20_000
-    };
+    let count = if scratch_is_memory(tmp.path()) { 200_000 } else { 20_000 };
     if count < 200_000 {
         eprintln!("note: no memory file system for scratch trees; using {count} entries");
     }
@@ -317,8 +321,7 @@ pub fn permission_tree() -> Option<tempfile::TempDir> {
     }
     let tmp = tempfile::tempdir().unwrap();
     let r = tmp.path();
-    let mode =
-        |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    let mode = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
     mode(r, 0o755);
     std::fs::create_dir_all(r.join("locked/deeper")).unwrap();
     std::fs::create_dir_all(r.join("open")).unwrap();
@@ -333,13 +336,7 @@ pub fn permission_tree() -> Option<tempfile::TempDir> {
 /// reads everything). None, saying so, when setpriv cannot.
 pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::process::Output> {
     let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--",
-            program,
-        ])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--", program])
         .args(args)
         .arg(root)
         .env("NO_COLOR", "1")
@@ -354,9 +351,7 @@ pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::proce
             None
         }
         Err(e) => {
-            eprintln!(
-                "skipped: setpriv is not available ({e}); permissions cannot be tested as root"
-            );
+            eprintln!("skipped: setpriv is not available ({e}); permissions cannot be tested as root");
             None
         }
     }
@@ -371,11 +366,7 @@ pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::proce
 /// child was spawned from (the kernel counts the pre-exec image), which is
 /// tens of MiB here.
 pub fn count_and_peak_rss(cmd: &mut Command) -> (usize, u64, std::process::ExitStatus) {
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn");
     let status_path = format!("/proc/{}/status", child.id());
     let hwm = || -> Option<u64> {
         let status = std::fs::read_to_string(&status_path).ok()?;
@@ -429,10 +420,7 @@ pub fn during_swaps(base: &Path, body: impl FnOnce(&Path)) {
     std::fs::create_dir_all(tree.join("a/b/c")).unwrap();
     std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
     let dir = open_root(&tree);
-    while_racing(
-        move |_| exchange(&dir, "a", "link").expect("exchange"),
-        || body(&tree),
-    );
+    while_racing(move |_| exchange(&dir, "a", "link").expect("exchange"), || body(&tree));
 }
 
 /// `base/stable/d0` … `d9`, never touched, and `base/churn`, where a thread
