@@ -1,0 +1,3 @@
+//! What the workspace's tests share.
+
+pub mod layers;
