@@ -10,9 +10,11 @@
 
 use serde_json::Value;
 
+use crate::settings::Measure;
 use crate::tree::{Root, TreeBuilder, TreeNode};
 
-pub fn write(roots: &[Root], measure: &str, out: &mut Vec<u8>) {
+pub fn write(roots: &[Root], measure: Measure, out: &mut Vec<u8>) {
+    let measure = measure.name();
     out.extend_from_slice(format!("{{\"fdu\":1,\"measure\":\"{measure}\",\"roots\":[").as_bytes());
     for (i, root) in roots.iter().enumerate() {
         if i > 0 {
@@ -116,7 +118,7 @@ mod tests {
         d.dir(b"e", 8, e);
         let tree = Root::new(b"d", d.into_node(12));
         let mut out = Vec::new();
-        write(std::slice::from_ref(&tree), "disk", &mut out);
+        write(std::slice::from_ref(&tree), Measure::Disk, &mut out);
         assert_eq!(read(&out).unwrap(), vec![tree]);
     }
 }
