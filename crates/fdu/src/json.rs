@@ -52,7 +52,7 @@ fn write_node(name: &[u8], root: &TreeNode, out: &mut Vec<u8>) {
                     }
                 }
                 out.extend_from_slice(format!(",\"size\":{}", node.amount).as_bytes());
-                if node.is_empty() {
+                if !node.has_children() {
                     out.push(b'}');
                 } else {
                     out.extend_from_slice(b",\"children\":[");

@@ -1,11 +1,19 @@
 //! The scanned tree, for the views that need all of it (`--tree`,
 //! `--json`): one compact [`TreeNode`] per entry, built bottom-up as
-//! directories complete ([`TreeBuilder`]), read top-down ([`TreeNode::children`]).
+//! directories complete ([`TreeBuilder`]), read top-down ([`TreeNode::children`],
+//! [`Root::walk`]).
+//!
+//! Trees are as deep as the file system (thousands of levels, past
+//! `PATH_MAX`), so nothing here recurses per level: walking is an
+//! iterator with its own stack, and dropping, comparing and printing for
+//! debugging go through it or through a loop.
+
+use std::fmt;
 
 /// One entry of a scanned tree: 24 bytes, its name kept in its parent's
 /// packed name buffer (so a file costs 24 bytes plus its name's bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeNode {
+    /// Bytes (or inodes) under this entry, itself included.
     pub amount: u64,
     name_start: u32,
     name_len: u32,
@@ -13,36 +21,51 @@ pub struct TreeNode {
 }
 
 /// A directory's entries: their names end to end, and the entries.
-#[derive(Debug, Clone, PartialEq, Eq)]
 struct Kids {
     names: Box<[u8]>,
     nodes: Box<[TreeNode]>,
 }
 
+impl Drop for Kids {
+    /// Frees the levels below with a loop: the derived drop would recurse
+    /// once per level and overflow a thread's stack on a deep tree.
+    fn drop(&mut self) {
+        let mut below: Vec<Box<Kids>> = self.nodes.iter_mut().filter_map(|n| n.kids.take()).collect();
+        while let Some(mut kids) = below.pop() {
+            below.extend(kids.nodes.iter_mut().filter_map(|n| n.kids.take()));
+            // `kids` now has no grandchildren: dropping it frees one level only.
+        }
+    }
+}
+
 impl TreeNode {
-    /// The entries inside, with their names.
+    /// The entries inside, with their names, in the order they were added.
     pub fn children(&self) -> impl ExactSizeIterator<Item = (&[u8], &TreeNode)> + '_ {
         let (names, nodes): (&[u8], &[TreeNode]) = match &self.kids {
             Some(k) => (&k.names, &k.nodes),
             None => (&[], &[]),
         };
-        nodes
-            .iter()
-            .map(move |n| (&names[n.name_start as usize..(n.name_start + n.name_len) as usize], n))
+        nodes.iter().map(move |n| (n.name_in(names), n))
     }
 
+    /// The `index`-th entry inside. Panics past the last one.
     pub fn child(&self, index: usize) -> (&[u8], &TreeNode) {
         let k = self.kids.as_ref().expect("index of an existing child");
         let n = &k.nodes[index];
-        (&k.names[n.name_start as usize..(n.name_start + n.name_len) as usize], n)
+        (n.name_in(&k.names), n)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.kids.is_none()
+    /// Whether it holds entries (an empty directory holds none, as a file).
+    pub fn has_children(&self) -> bool {
+        self.kids.is_some()
+    }
+
+    fn name_in<'a>(&self, names: &'a [u8]) -> &'a [u8] {
+        &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
     }
 }
 
-/// A directory's entries as the scan gathers them.
+/// A directory's entries as the scan (or a reader) gathers them.
 #[derive(Debug, Default)]
 pub struct TreeBuilder {
     names: Vec<u8>,
@@ -50,6 +73,7 @@ pub struct TreeBuilder {
 }
 
 impl TreeBuilder {
+    /// A file, or a directory with nothing in it.
     pub fn leaf(&mut self, name: &[u8], amount: u64) {
         self.dir(name, amount, TreeBuilder::default());
     }
@@ -97,8 +121,8 @@ impl TreeBuilder {
 }
 
 /// An operand's tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
+    /// The operand as given.
     pub name: Box<[u8]>,
     pub node: TreeNode,
 }
@@ -113,5 +137,162 @@ impl Root {
 
     pub fn leaf(name: &[u8], amount: u64) -> Root {
         Root::new(name, TreeBuilder::default().into_node(amount))
+    }
+
+    /// Every entry, depth first: each is entered, then its entries, then left.
+    pub fn walk(&self) -> Walk<'_> {
+        Walk::new(&self.name, &self.node)
+    }
+}
+
+/// One step of a depth-first walk ([`Root::walk`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// An entry, before its entries; `depth` 0 is the root.
+    Enter {
+        name: &'a [u8],
+        node: &'a TreeNode,
+        depth: usize,
+    },
+    /// The same entry, after its entries.
+    Leave { node: &'a TreeNode, depth: usize },
+}
+
+/// A depth-first walk with a stack of its own (one small frame per level).
+pub struct Walk<'a> {
+    start: Option<(&'a [u8], &'a TreeNode)>,
+    /// The entries entered and not yet left, each with its next child.
+    open: Vec<(&'a TreeNode, usize)>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(name: &'a [u8], node: &'a TreeNode) -> Walk<'a> {
+        Walk {
+            start: Some((name, node)),
+            open: Vec::new(),
+        }
+    }
+}
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = Step<'a>;
+
+    fn next(&mut self) -> Option<Step<'a>> {
+        if let Some((name, node)) = self.start.take() {
+            self.open.push((node, 0));
+            return Some(Step::Enter { name, node, depth: 0 });
+        }
+        let depth = self.open.len().checked_sub(1)?;
+        let (node, next) = self.open.last_mut()?;
+        let node: &'a TreeNode = node;
+        if *next < node.children().len() {
+            let (name, child) = node.child(*next);
+            *next += 1;
+            self.open.push((child, 0));
+            return Some(Step::Enter {
+                name,
+                node: child,
+                depth: depth + 1,
+            });
+        }
+        self.open.pop();
+        Some(Step::Leave { node, depth })
+    }
+}
+
+/// What a step says about the tree's shape and contents (not where it is in memory).
+fn shape(step: Step<'_>) -> (bool, &[u8], u64, usize) {
+    match step {
+        Step::Enter { name, node, depth } => (true, name, node.amount, depth),
+        Step::Leave { node, depth } => (false, &[], node.amount, depth),
+    }
+}
+
+impl PartialEq for TreeNode {
+    fn eq(&self, other: &TreeNode) -> bool {
+        Walk::new(b"", self).map(shape).eq(Walk::new(b"", other).map(shape))
+    }
+}
+
+impl Eq for TreeNode {}
+
+impl PartialEq for Root {
+    fn eq(&self, other: &Root) -> bool {
+        self.name == other.name && self.node == other.node
+    }
+}
+
+impl Eq for Root {}
+
+impl fmt::Debug for TreeNode {
+    /// One line per entry: depth, name, amount.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = Walk::new(b"", self).filter_map(|step| match step {
+            Step::Enter { name, node, depth } => Some((depth, String::from_utf8_lossy(name), node.amount)),
+            Step::Leave { .. } => None,
+        });
+        f.debug_list().entries(entries).finish()
+    }
+}
+
+impl fmt::Debug for Root {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Root")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("node", &self.node)
+            .finish()
+    }
+}
+
+/// A chain of directories `depth` deep under a root named `root`, each
+/// holding a file `f` of 1 and the next directory `d`: for tests of depth.
+#[cfg(test)]
+pub fn chain(depth: usize) -> Root {
+    let mut kids = TreeBuilder::default();
+    let mut amount = 0;
+    for _ in 0..depth {
+        let mut level = TreeBuilder::default();
+        level.leaf(b"f", 1);
+        level.dir(b"d", amount, kids);
+        amount += 2;
+        kids = level;
+    }
+    Root::new(b"root", kids.into_node(amount))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walks_depth_first_in_order() {
+        let mut inner = TreeBuilder::default();
+        inner.leaf(b"x", 1);
+        let mut top = TreeBuilder::default();
+        top.dir(b"a", 3, inner);
+        top.leaf(b"b", 2);
+        let root = Root::new(b"r", top.into_node(6));
+        let steps: Vec<String> = root
+            .walk()
+            .map(|s| match s {
+                Step::Enter { name, depth, .. } => format!("+{}{depth}", String::from_utf8_lossy(name)),
+                Step::Leave { node, depth } => format!("-{}@{depth}", node.amount),
+            })
+            .collect();
+        assert_eq!(steps, ["+r0", "+a1", "+x2", "-1@2", "-3@1", "+b1", "-2@1", "-6@0"]);
+    }
+
+    #[test]
+    fn deep_trees_are_walked_compared_and_dropped_on_a_small_stack() {
+        let worker = std::thread::Builder::new().stack_size(64 * 1024);
+        let handle = worker
+            .spawn(|| {
+                let (a, b) = (chain(100_000), chain(100_000));
+                assert_eq!(a.walk().count(), 4 * 100_000 + 2);
+                assert!(a == b);
+                assert!(a != chain(99_999));
+            })
+            .unwrap();
+        handle.join().unwrap();
     }
 }

@@ -3,10 +3,11 @@
 //!
 //! The view picks the `lines` largest entries no deeper than `depth`, which
 //! always includes their ancestors (a directory is never smaller than what
-//! it holds), and prints them largest first.
+//! it holds), and prints them largest first. It walks with a stack of its
+//! own: `--tree-depth` may reach thousands of levels.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashSet};
 
 use crate::settings::{Measure, SizeFormat, TreeOptions};
 use crate::tree::{Root, TreeNode};
@@ -25,9 +26,7 @@ pub fn size_format(size: &SizeFormat, measure: Measure) -> SizeFormat {
 pub fn render(root: &Root, opts: &TreeOptions, size: &SizeFormat, out: &mut Vec<u8>) {
     let shown = select(&root.node, opts);
     let total = root.node.amount.max(1);
-    let mut rows = Vec::new();
-    let mut indent = String::new();
-    collect(&root.name, &root.node, &[], &shown, 0, &mut indent, true, &mut rows);
+    let rows = collect(&root.name, &root.node, &shown);
     let size_width = rows.iter().map(|r| size.to_string(r.amount).len()).max().unwrap_or(0);
     for row in rows {
         let text = size.to_string(row.amount);
@@ -37,15 +36,15 @@ pub fn render(root: &Root, opts: &TreeOptions, size: &SizeFormat, out: &mut Vec<
         let line = format!(
             "{text:>size_width$} {bar} {percent:>3}%  {}{}\n",
             row.indent,
-            display_name(&row.name)
+            display_name(row.name)
         );
         out.extend_from_slice(line.as_bytes());
     }
 }
 
 /// Path (as child indexes) of every entry to show.
-fn select(root: &TreeNode, opts: &TreeOptions) -> std::collections::HashSet<Vec<u32>> {
-    let mut shown = std::collections::HashSet::new();
+fn select(root: &TreeNode, opts: &TreeOptions) -> HashSet<Vec<u32>> {
+    let mut shown = HashSet::new();
     let mut heap = BinaryHeap::new();
     heap.push((root.amount, Reverse(Vec::<u32>::new())));
     while let Some((_, Reverse(path))) = heap.pop() {
@@ -69,56 +68,94 @@ fn walk<'a>(root: &'a TreeNode, path: &[u32]) -> &'a TreeNode {
     path.iter().fold(root, |n, &i| n.child(i as usize).1)
 }
 
-struct Row {
+struct Row<'a> {
     indent: String,
-    name: Box<[u8]>,
+    name: &'a [u8],
     amount: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn collect(
-    name: &[u8],
-    node: &TreeNode,
-    path: &[u32],
-    shown: &std::collections::HashSet<Vec<u32>>,
-    depth: usize,
-    indent: &mut String,
-    last: bool,
-    rows: &mut Vec<Row>,
-) {
-    let branch = if depth == 0 {
-        ""
-    } else if last {
-        "└─ "
-    } else {
-        "├─ "
+/// A directory whose shown entries are being printed.
+struct Open<'a> {
+    /// Its shown entries, largest first: index, name, node.
+    kids: Vec<(u32, &'a [u8], &'a TreeNode)>,
+    next: usize,
+    path: Vec<u32>,
+    /// The indent's length before this directory's entries added to it.
+    indent_len: usize,
+}
+
+/// The rows in print order: each entry, then its shown entries largest
+/// first (ties by name), with the branches drawn in front of them.
+fn collect<'a>(name: &'a [u8], root: &'a TreeNode, shown: &HashSet<Vec<u32>>) -> Vec<Row<'a>> {
+    let mut rows = Rows {
+        shown,
+        rows: Vec::new(),
+        indent: String::new(),
+        open: Vec::new(),
     };
-    rows.push(Row {
-        indent: format!("{indent}{branch}"),
-        name: name.into(),
-        amount: node.amount,
-    });
-    let mut kids: Vec<(usize, (&[u8], &TreeNode))> = node
-        .children()
-        .enumerate()
-        .filter(|(i, _)| {
-            let mut p = path.to_vec();
-            p.push(*i as u32);
-            shown.contains(&p)
-        })
-        .collect();
-    kids.sort_by(|a, b| b.1 .1.amount.cmp(&a.1 .1.amount).then_with(|| a.1 .0.cmp(b.1 .0)));
-    let saved = indent.len();
-    if depth > 0 {
-        indent.push_str(if last { "   " } else { "│  " });
+    rows.enter(name, root, Vec::new(), true);
+    while let Some(dir) = rows.open.last_mut() {
+        let Some(&(i, name, node)) = dir.kids.get(dir.next) else {
+            let indent_len = dir.indent_len;
+            rows.open.pop();
+            rows.indent.truncate(indent_len);
+            continue;
+        };
+        dir.next += 1;
+        let last = dir.next == dir.kids.len();
+        let mut path = dir.path.clone();
+        path.push(i);
+        rows.enter(name, node, path, last);
     }
-    let n = kids.len();
-    for (k, (i, (child_name, child))) in kids.into_iter().enumerate() {
-        let mut p = path.to_vec();
-        p.push(i as u32);
-        collect(child_name, child, &p, shown, depth + 1, indent, k + 1 == n, rows);
+    rows.rows
+}
+
+/// [`collect`]'s state: the rows so far, the indent of the current level,
+/// and the directories open above it (one per level).
+struct Rows<'a, 's> {
+    shown: &'s HashSet<Vec<u32>>,
+    rows: Vec<Row<'a>>,
+    indent: String,
+    open: Vec<Open<'a>>,
+}
+
+impl<'a> Rows<'a, '_> {
+    /// The row of an entry (the last of its parent's shown entries or not),
+    /// and its shown entries to come.
+    fn enter(&mut self, name: &'a [u8], node: &'a TreeNode, path: Vec<u32>, last: bool) {
+        let depth = self.open.len();
+        let branch = match (depth, last) {
+            (0, _) => "",
+            (_, true) => "└─ ",
+            (_, false) => "├─ ",
+        };
+        self.rows.push(Row {
+            indent: format!("{}{branch}", self.indent),
+            name,
+            amount: node.amount,
+        });
+        let mut kids: Vec<(u32, &[u8], &TreeNode)> = node
+            .children()
+            .enumerate()
+            .map(|(i, (name, child))| (i as u32, name, child))
+            .filter(|(i, _, _)| {
+                let mut p = path.clone();
+                p.push(*i);
+                self.shown.contains(&p)
+            })
+            .collect();
+        kids.sort_by(|a, b| b.2.amount.cmp(&a.2.amount).then_with(|| a.1.cmp(b.1)));
+        let indent_len = self.indent.len();
+        if depth > 0 {
+            self.indent.push_str(if last { "   " } else { "│  " });
+        }
+        self.open.push(Open {
+            kids,
+            next: 0,
+            path,
+            indent_len,
+        });
     }
-    indent.truncate(saved);
 }
 
 /// A name made safe for a terminal: invalid UTF-8 replaced, control
@@ -154,5 +191,52 @@ mod tests {
         let names: Vec<_> = text.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
         assert_eq!(names, ["root", "big", "inner"]);
         assert!(text.lines().next().unwrap().contains("100%"));
+    }
+
+    #[test]
+    fn draws_branches_as_before() {
+        let mut a = TreeBuilder::default();
+        a.leaf(b"a1", 30);
+        a.leaf(b"a2", 20);
+        let mut top = TreeBuilder::default();
+        top.dir(b"a", 50, a);
+        top.leaf(b"b", 40);
+        let tree = Root::new(b"r", top.into_node(100));
+        let opts = TreeOptions {
+            depth: 5,
+            lines: 10,
+            bar_width: 4,
+        };
+        let mut out = Vec::new();
+        render(&tree, &opts, &SizeFormat::units(), &mut out);
+        let expected = "\
+100 ████ 100%  r
+ 50 ██░░  50%  ├─ a
+ 30 █░░░  30%  │  ├─ a1
+ 20 █░░░  20%  │  └─ a2
+ 40 ██░░  40%  └─ b
+";
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_deep_tree_is_rendered_on_a_small_stack() {
+        let worker = std::thread::Builder::new().stack_size(64 * 1024);
+        let lines = worker
+            .spawn(|| {
+                let root = crate::tree::chain(3000);
+                let opts = TreeOptions {
+                    depth: 10_000,
+                    lines: 10_000,
+                    bar_width: 10,
+                };
+                let mut out = Vec::new();
+                render(&root, &opts, &SizeFormat::units(), &mut out);
+                out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count()
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(lines, 1 + 2 * 3000);
     }
 }
