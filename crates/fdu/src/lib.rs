@@ -7,8 +7,8 @@
 //! The modules, bottom first (each uses only those above it in this list;
 //! `tests/layers.rs` checks it):
 //! - plain data and leaf helpers: [`settings`] (what a run is asked to do),
-//!   [`messages`] (stderr), [`tree`] (the scanned tree), [`exclude`],
-//!   [`operands`], [`progress`];
+//!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
+//!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`];
 //! - [`usage`] (what an entry counts for), [`output`] (stdout);
 //! - [`format`] (how sizes and times are spelled);
 //! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
@@ -23,6 +23,7 @@ pub mod exclude;
 pub mod format;
 pub mod hardlinks;
 pub mod json;
+pub mod json_stream;
 pub mod messages;
 pub mod node;
 pub mod operands;

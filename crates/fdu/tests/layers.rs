@@ -9,7 +9,15 @@ fn modules_import_only_downwards() {
     fnd_test_support::layers::assert_layered(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
         &[
-            &["settings", "messages", "tree", "exclude", "operands", "progress"],
+            &[
+                "settings",
+                "messages",
+                "tree",
+                "json_stream",
+                "exclude",
+                "operands",
+                "progress",
+            ],
             &["usage", "output"],
             &["format"],
             &["cli", "view", "json", "run"],
