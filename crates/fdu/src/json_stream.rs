@@ -452,6 +452,27 @@ impl<'o> Writer<'o> {
         let _ = write!(self.out, "{n}");
     }
 
+    /// Any event, as the reader gives it (a number as it was spelled):
+    /// what reads a document can write it back unchanged.
+    pub fn event(&mut self, event: &Event<'_>) {
+        match event {
+            Event::BeginObject => self.begin_object(),
+            Event::EndObject => self.end_object(),
+            Event::BeginArray => self.begin_array(),
+            Event::EndArray => self.end_array(),
+            Event::Key(k) => self.key(k),
+            Event::Str(s) => self.string(s),
+            Event::Number(n) => self.bare(n.as_bytes()),
+            Event::Bool(b) => self.bare(if *b { b"true" } else { b"false" }),
+            Event::Null => self.bare(b"null"),
+        }
+    }
+
+    fn bare(&mut self, text: &[u8]) {
+        self.separate();
+        self.out.extend_from_slice(text);
+    }
+
     fn quoted(&mut self, s: &[u8]) {
         const HEX: &[u8; 16] = b"0123456789abcdef";
         let out = &mut *self.out;
@@ -581,6 +602,18 @@ mod tests {
         assert_eq!(out, theirs);
         let mut r = Reader::new(&out);
         assert_eq!(r.next().unwrap(), Some(Event::Str(Cow::Owned(nasty))));
+    }
+
+    #[test]
+    fn events_written_back_read_the_same() {
+        let doc = br#" {"a" : [1, -2.5E+3, true, false, null, "x\n\u00e9\/"], "b": {"c": {}}, "": []} "#;
+        let read = events(doc).unwrap();
+        let mut out = Vec::new();
+        let mut w = Writer::new(&mut out);
+        read.iter().for_each(|e| w.event(e));
+        assert_eq!(events(&out).unwrap(), read);
+        let expected = r#"{"a":[1,-2.5E+3,true,false,null,"x\né/"],"b":{"c":{}},"":[]}"#;
+        assert_eq!(String::from_utf8(out).unwrap(), expected);
     }
 
     #[test]
