@@ -13,17 +13,15 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
-use fnd_walk::Metadata;
-
 use crate::node::Node;
 use crate::settings::{Follow, Settings};
 use crate::usage::Usage;
 
-/// Whether an entry waits to be counted once, at its first link: a file
-/// with several links, or with `-L` any file (symlinks may lead to it
-/// twice); never with `-l`, which counts every link.
-pub fn counted_once(settings: &Settings, m: &Metadata) -> bool {
-    !settings.count_links && (m.nlink > 1 || settings.follow == Follow::All)
+/// Whether an entry with `nlink` links waits to be counted once, at its
+/// first link: a file with several links, or with `-L` any file (symlinks
+/// may lead to it twice); never with `-l`, which counts every link.
+pub fn counted_once(settings: &Settings, nlink: u64) -> bool {
+    !settings.count_links && (nlink > 1 || settings.follow == Follow::All)
 }
 
 /// One link of a multiply-linked file, as a worker met it.
@@ -76,5 +74,118 @@ impl Links {
             }
         }
         drop(keyed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::file_position;
+    use crate::node::testing::{enter, usage, Lines};
+
+    /// A link named `name`, the `index`-th file listed in `node`, of inode `ino`.
+    fn link(node: &Arc<Node>, name: &str, index: u32, ino: u64) -> Sighting {
+        node.list_entry();
+        node.list_file();
+        Sighting {
+            dev: 1,
+            ino,
+            position: file_position(index),
+            node: node.clone(),
+            usage: usage(7, 0),
+            name: Some(name.as_bytes().into()),
+            print: true,
+        }
+    }
+
+    /// Resolve the sightings (in the order given), let everything complete,
+    /// and return the -a lines printed for links.
+    fn winners(out: &mut Lines, links: &Links, sightings: Vec<Sighting>, nodes: Vec<Arc<Node>>) -> Vec<String> {
+        drop(nodes);
+        links.resolve(sightings);
+        let lines = out.take();
+        lines.into_iter().filter(|l| l.starts_with("7\t")).collect()
+    }
+
+    #[test]
+    fn pre_order_wins_a_subdirectory_listed_first_comes_before_later_files() {
+        let mut out = Lines::new(&["-a"]);
+        let root = out.operand("r");
+        let a = enter(&root, "a", 2, 0);
+        let x = link(&root, "x", 0, 50);
+        let deep = link(&a, "deep", 0, 50);
+        let won = winners(&mut out, &Links::default(), vec![x, deep], vec![root, a]);
+        assert_eq!(won, ["7\tr/a/deep"]);
+
+        // Listed the other way round, the file comes first.
+        let root = out.operand("r");
+        let x = link(&root, "x", 0, 50);
+        let a = enter(&root, "a", 2, 0);
+        let deep = link(&a, "deep", 0, 50);
+        let won = winners(&mut out, &Links::default(), vec![deep, x], vec![root, a]);
+        assert_eq!(won, ["7\tr/x"]);
+    }
+
+    #[test]
+    fn in_one_directory_listing_order_wins_whatever_order_they_were_met_in() {
+        let mut out = Lines::new(&["-a"]);
+        let root = out.operand("r");
+        let first = link(&root, "first", 0, 50);
+        let second = link(&root, "second", 1, 50);
+        let won = winners(&mut out, &Links::default(), vec![second, first], vec![root]);
+        assert_eq!(won, ["7\tr/first"]);
+    }
+
+    #[test]
+    fn in_a_big_directory_inode_order_wins_where_fts_sorts() {
+        for (inode_sort, entries, expected) in [
+            (true, 10_001, "7\tr/low-inode/l"),
+            (true, 100_000, "7\tr/low-inode/l"),
+            (true, 10_000, "7\tr/listed-first/l"),
+            (false, 10_001, "7\tr/listed-first/l"),
+        ] {
+            let mut out = Lines::new(&["-a"]);
+            let root = Arc::new(Node::operand(out.run, b"r", usage(1000, 0), inode_sort));
+            let listed_first = enter(&root, "listed-first", 900, 0);
+            let low_inode = enter(&root, "low-inode", 100, 0);
+            for _ in 2..entries {
+                root.list_entry();
+            }
+            let sightings = vec![link(&listed_first, "l", 0, 50), link(&low_inode, "l", 0, 50)];
+            let won = winners(
+                &mut out,
+                &Links::default(),
+                sightings,
+                vec![root, listed_first, low_inode],
+            );
+            assert_eq!(won, [expected], "inode sort {inode_sort}, {entries} entries");
+        }
+    }
+
+    #[test]
+    fn an_inode_counts_once_across_operands() {
+        let mut out = Lines::new(&["-a"]);
+        let links = Links::default();
+        let first = out.operand("first");
+        let sighting = link(&first, "l", 0, 50);
+        assert_eq!(winners(&mut out, &links, vec![sighting], vec![first]), ["7\tfirst/l"]);
+        let second = out.operand("second");
+        let sighting = link(&second, "l", 0, 50);
+        assert!(winners(&mut out, &links, vec![sighting], vec![second]).is_empty());
+        assert_eq!(out.run.grand_total().amount, 2 * 1000 + 7);
+    }
+
+    #[test]
+    fn only_multiply_linked_files_wait_and_with_count_links_none_does() {
+        let settings = |args: &[&str]| Lines::new(args).run.settings.clone();
+        let plain = settings(&[]);
+        assert!(!counted_once(&plain, 1));
+        assert!(counted_once(&plain, 2));
+        assert!(
+            counted_once(&settings(&["-L"]), 1),
+            "-L: symlinks may reach any file twice"
+        );
+        assert!(!counted_once(&settings(&["-l"]), 2));
+        assert!(!counted_once(&settings(&["-l", "-L"]), 1));
     }
 }

@@ -414,3 +414,178 @@ pub fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
     p.extend_from_slice(name);
     p
 }
+
+/// Runs for tests: settings from a command line, du's lines into a file.
+#[cfg(test)]
+pub mod testing {
+    use std::io::{Read, Seek};
+    use std::sync::Arc;
+
+    use crate::node::{Listed, Node};
+    use crate::output::Output;
+    use crate::run::Run;
+    use crate::usage::{Stamp, Usage};
+
+    /// A run with fdu's settings for these arguments (always `-B1`), its
+    /// output going to a file that [`Lines::take`] reads.
+    pub struct Lines {
+        pub run: &'static Run,
+        file: std::fs::File,
+    }
+
+    impl Lines {
+        pub fn new(args: &[&str]) -> Lines {
+            let argv = ["fdu", "-B1", "--no-progress"]
+                .iter()
+                .chain(args)
+                .map(|a| a.into())
+                .collect();
+            let settings = match crate::cli::parse(argv) {
+                Ok(crate::cli::Parsed::Run(s)) => *s,
+                _ => panic!("bad test arguments {args:?}"),
+            };
+            let file = tempfile::tempfile().unwrap();
+            let writer = fnd_output::Writer::new(file.try_clone().unwrap().into());
+            // Leaked, as the command leaks its run: nodes refer to it for good.
+            let run = Box::leak(Box::new(Run::new(settings, Output::to(writer))));
+            Lines { run, file }
+        }
+
+        /// The lines printed since the last call.
+        pub fn take(&mut self) -> Vec<String> {
+            self.run.out.flush();
+            let mut text = String::new();
+            self.file.rewind().unwrap();
+            self.file.read_to_string(&mut text).unwrap();
+            self.file.set_len(0).unwrap();
+            self.file.rewind().unwrap();
+            text.lines().map(str::to_string).collect()
+        }
+
+        /// An operand's node; its own size is 1000.
+        pub fn operand(&self, path: &str) -> Arc<Node> {
+            Arc::new(Node::operand(self.run, path.as_bytes(), usage(1000, 0), false))
+        }
+    }
+
+    pub fn usage(amount: u64, secs: i64) -> Usage {
+        Usage {
+            amount,
+            stamp: Stamp { secs, nsec: 0 },
+        }
+    }
+
+    /// List a subdirectory of `parent` (its own size 100, modified at `secs`) and enter it.
+    pub fn enter(parent: &Arc<Node>, name: &str, ino: u64, secs: i64) -> Arc<Node> {
+        parent.list_entry();
+        parent.list_subdir(name.as_bytes(), ino, usage(100, secs));
+        let path = [
+            std::str::from_utf8(parent.path.as_deref().unwrap_or(b"?")).unwrap(),
+            name,
+        ]
+        .join("/");
+        let listed: Option<Listed> = parent.claim(name.as_bytes());
+        assert!(listed.is_some());
+        Arc::new(Node::subdir(parent.clone(), path.as_bytes(), listed, || unreachable!()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{enter, usage, Lines};
+    use super::*;
+
+    #[test]
+    fn a_directory_is_printed_when_its_whole_subtree_is_done() {
+        let mut out = Lines::new(&[]);
+        let root = out.operand("r");
+        let a = enter(&root, "a", 2, 0);
+        let b = enter(&a, "b", 3, 0);
+        a.add(usage(10, 0));
+        b.add(usage(20, 0));
+        let waiting = a.clone(); // as a hard link waiting for its verdict holds it
+        drop(root);
+        drop(a);
+        assert!(out.take().is_empty(), "nothing is complete while b is read");
+        drop(b);
+        assert_eq!(out.take(), ["120\tr/a/b"], "b is complete, a still held");
+        drop(waiting);
+        assert_eq!(out.take(), ["230\tr/a", "1230\tr"]);
+        assert_eq!(out.run.grand_total().amount, 1230);
+    }
+
+    #[test]
+    fn a_subdirectory_never_entered_still_counts_its_own_size() {
+        let mut out = Lines::new(&[]);
+        let root = out.operand("r");
+        root.list_entry();
+        root.list_subdir(b"locked", 9, usage(100, 0));
+        let open = enter(&root, "open", 10, 0);
+        drop(open);
+        drop(root);
+        assert_eq!(out.take(), ["100\tr/open", "100\tr/locked", "1200\tr"]);
+    }
+
+    #[test]
+    fn separate_dirs_leaves_subdirectories_out_of_a_line_not_out_of_the_total() {
+        let mut out = Lines::new(&["-S"]);
+        let root = out.operand("r");
+        root.add(usage(5, 0));
+        let a = enter(&root, "a", 2, 0);
+        a.add(usage(7, 0));
+        drop(a);
+        drop(root);
+        assert_eq!(out.take(), ["107\tr/a", "1005\tr"]);
+        assert_eq!(out.run.grand_total().amount, 1112);
+    }
+
+    #[test]
+    fn max_depth_prints_only_the_levels_asked_for() {
+        let mut out = Lines::new(&["-d1"]);
+        let root = out.operand("r");
+        root.list_entry();
+        root.list_subdir(b"locked", 9, usage(100, 0));
+        let a = enter(&root, "a", 2, 0);
+        a.list_entry();
+        a.list_subdir(b"locked", 11, usage(100, 0));
+        let b = enter(&a, "b", 3, 0);
+        drop((b, a, root));
+        // r/a/b and r/a/locked are below depth 1: counted, not printed.
+        assert_eq!(out.take(), ["300\tr/a", "100\tr/locked", "1400\tr"]);
+    }
+
+    #[test]
+    fn time_shows_the_newest_under_each_directory() {
+        let mut out = Lines::new(&["--time", "--time-style=+%s"]);
+        let root = out.operand("r");
+        let a = enter(&root, "a", 2, 50);
+        let b = enter(&a, "b", 3, 20);
+        b.add(usage(1, 70));
+        let c = enter(&root, "c", 4, 30);
+        drop((c, b, a, root));
+        let mut lines = out.take();
+        lines.sort();
+        assert_eq!(lines, ["100\t30\tr/c", "101\t70\tr/a/b", "1301\t70\tr", "201\t70\tr/a"]);
+    }
+
+    #[test]
+    fn a_deep_chain_completes_on_a_small_stack() {
+        let out = Lines::new(&["-s"]);
+        let worker = std::thread::Builder::new().stack_size(64 * 1024);
+        let run = out.run;
+        worker
+            .spawn(move || {
+                let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), false));
+                for level in 0..100_000 {
+                    node.list_subdir(b"d", level, usage(1, 0));
+                    let listed = node.claim(b"d");
+                    node = Arc::new(Node::subdir(node, b"r/d", listed, || unreachable!()));
+                }
+                drop(node);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(run.grand_total().amount, 100_001);
+    }
+}

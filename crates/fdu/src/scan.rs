@@ -81,7 +81,7 @@ impl Scan {
     /// An operand that is not a directory (or a symlink not followed).
     pub fn scan_file(&self, path: &[u8], m: &Metadata) {
         let run = &self.run;
-        if hardlinks::counted_once(&run.settings, m) && !m.is_dir() && !self.links.first(m.dev, m.ino) {
+        if hardlinks::counted_once(&run.settings, m.nlink) && !m.is_dir() && !self.links.first(m.dev, m.ino) {
             return;
         }
         let usage = run.usage(m);
@@ -323,7 +323,7 @@ impl Visitor for DuVisitor {
             }
             let usage = run.usage(m);
             disk += m.blocks * 512;
-            if hardlinks::counted_once(settings, m) {
+            if hardlinks::counted_once(settings, m.nlink) {
                 self.sightings.push(Sighting {
                     dev: m.dev,
                     ino: m.ino,
