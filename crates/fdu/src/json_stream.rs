@@ -19,6 +19,9 @@
 //! reader refuses. This reader takes strings as bytes, checks the rest of
 //! JSON's grammar, and costs one byte per open level.
 //!
+//! (Over 600 lines with its tests, and one thing: the reader and the writer
+//! of one grammar, tested through each other.)
+//!
 //! ```
 //! use fdu::json_stream::{Event, Reader, Writer};
 //!
