@@ -66,7 +66,7 @@ struct Partial {
     kids: TreeBuilder,
 }
 
-/// Parse what [`write`] wrote.
+/// Parse what [`write()`] wrote.
 pub fn read(text: &[u8]) -> Result<Vec<Root>, String> {
     let mut r = Reader::new(text);
     read_document(&mut r).map_err(|e| e.to_string())

@@ -10,9 +10,9 @@
 //!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
 //!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`];
 //! - [`usage`] (what an entry counts for), [`output`] (stdout);
-//! - [`format`] (how sizes and times are spelled);
+//! - [`format`](mod@format) (how sizes and times are spelled);
 //! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
-//!   [`json`] (`--json`, `--from-json`), [`run`] (what one run shares:
+//!   [`json`] (`--json`, `--from-json`), [`run`](mod@run) (what one run shares:
 //!   settings, du's lines, totals);
 //! - [`node`]: one directory's totals and its completion;
 //! - [`hardlinks`]: which link of a file counts;

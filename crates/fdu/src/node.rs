@@ -10,8 +10,8 @@
 //! `-s` no tree is kept (only the directories still being read are in
 //! memory).
 //!
-//! Completion is the small piece below `impl Drop for Node`:
-//! [`Node::finish`] makes the subtotal, [`Node::absorb`] takes a child's.
+//! Completion is the small piece at `impl Drop for Node`: `Node::finish`
+//! prints the lines and makes the subtotal, [`Node::absorb`] takes a child's.
 //! A parent is a node of this process or the operand itself; a parent held
 //! elsewhere (another process) would be a third kind of [`Parent`] that
 //! carries the subtotal to where `absorb` runs.
