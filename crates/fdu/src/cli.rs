@@ -1,94 +1,16 @@
 //! Command line: GNU du's options (same names, same defaults, same errors
-//! and exit code 1 for bad usage) plus the tree view, JSON and progress.
+//! and exit code 1 for bad usage) plus the tree view, JSON and progress,
+//! parsed into plain [`Settings`]. It only parses: the caller prints and exits.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use crate::format::{quote, quote_value, BadSize, SizeFormat, TimeFormat};
-
-/// What is added up per entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Measure {
-    /// Allocated blocks (`st_blocks * 512`).
-    Disk,
-    /// Apparent size (`st_size`).
-    Apparent,
-    /// One per inode (`--inodes`).
-    Inodes,
-}
-
-/// Which symlinks are followed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Follow {
-    Never,
-    /// Command-line operands only (`-H`, `-D`).
-    Operands,
-    All,
-}
-
-/// Which timestamp `--time` shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeKind {
-    Modified,
-    Accessed,
-    Changed,
-}
-
-/// `-t`: a positive threshold hides smaller entries, a negative one larger.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Threshold {
-    AtLeast(u64),
-    AtMost(u64),
-}
-
-impl Threshold {
-    pub fn shows(self, amount: u64) -> bool {
-        match self {
-            Threshold::AtLeast(t) => amount >= t,
-            Threshold::AtMost(t) => amount <= t,
-        }
-    }
-}
-
-/// Everything a run needs, checked.
-#[derive(Debug)]
-pub struct Options {
-    pub operands: Vec<Vec<u8>>,
-    /// Operands come from `--files0-from`.
-    pub files0_from: Option<Vec<u8>>,
-    pub all: bool,
-    pub max_depth: usize,
-    pub total: bool,
-    pub measure: Measure,
-    pub size: SizeFormat,
-    pub one_file_system: bool,
-    pub follow: Follow,
-    pub count_links: bool,
-    pub separate_dirs: bool,
-    pub excludes: Vec<String>,
-    pub null: bool,
-    pub threshold: Threshold,
-    pub time: Option<(TimeKind, TimeFormat)>,
-    pub threads: usize,
-    /// Most directory reads waiting on the file system at once (0: the walk's default).
-    pub io_depth: usize,
-    pub tree: Option<TreeOptions>,
-    pub json: bool,
-    pub from_json: Option<Vec<u8>>,
-    pub progress: bool,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct TreeOptions {
-    /// Levels below the root shown.
-    pub depth: usize,
-    /// Most lines shown.
-    pub lines: usize,
-    /// Width of the bar.
-    pub bar_width: usize,
-}
+use crate::format::BadSize;
+use crate::messages::{error_text, quote, quote_value};
+use crate::output::terminal_size;
+use crate::settings::{Follow, Measure, Settings, SizeFormat, Threshold, TimeFormat, TimeKind, TreeOptions};
 
 /// A usage error: du prints `du: MESSAGE`, then a hint to `--help`, exit 1.
 #[derive(Debug)]
@@ -170,9 +92,30 @@ fn position(m: &ArgMatches, id: &str) -> Option<usize> {
     m.indices_of(id).and_then(|mut i| i.next_back())
 }
 
-pub fn parse(args: Vec<OsString>) -> Result<Options, clap::Error> {
-    let m = command().try_get_matches_from(&args)?;
-    Ok(options(&m, &args).unwrap_or_else(|e| crate::usage_exit(e)))
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Parsed {
+    /// A run with these settings.
+    Run(Box<Settings>),
+    /// `--help` or `--version`: print this and exit successfully.
+    Show(clap::Error),
+}
+
+pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
+    let m = match command().try_get_matches_from(&args) {
+        Ok(m) => m,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                return Ok(Parsed::Show(e));
+            }
+            // clap's first line, in du's words: `fdu: unexpected argument…`.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("").trim_start_matches("error: ");
+            return Err(usage(first));
+        }
+    };
+    settings(&m, &args).map(|s| Parsed::Run(Box::new(s)))
 }
 
 /// An option as the user spelled it (du's messages name `-B` or `--block-size`).
@@ -197,7 +140,7 @@ fn bad_size(option: &str, value: &str, why: BadSize) -> UsageError {
     }
 }
 
-fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
+fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
     let flag = |id: &str| m.get_flag(id);
     let mut measure = if flag("apparent-size") {
         Measure::Apparent
@@ -205,7 +148,7 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
         Measure::Disk
     };
     // Of the size-format options, the last one given wins (as in du).
-    let mut size = SizeFormat::from_env();
+    let mut size = size_from_env();
     let mut formats: Vec<(usize, &str)> = ["block-size", "bytes", "human-readable", "k", "m", "si"]
         .into_iter()
         .filter_map(|id| position(m, id).map(|p| (p, id)))
@@ -217,10 +160,7 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
                 let spec = last(m, "block-size").map(String::as_str).unwrap_or("");
                 SizeFormat::parse(spec).map_err(|why| bad_size(spelled(args, "-B", "--block-size"), spec, why))?
             }
-            "bytes" => SizeFormat::Blocks {
-                block: 1,
-                suffix: String::new(),
-            },
+            "bytes" => SizeFormat::units(),
             "human-readable" => SizeFormat::Human { base: 1024 },
             "si" => SizeFormat::Human { base: 1000 },
             "k" => SizeFormat::Blocks {
@@ -239,10 +179,7 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
     if flag("inodes") {
         measure = Measure::Inodes;
         if !matches!(size, SizeFormat::Human { .. }) {
-            size = SizeFormat::Blocks {
-                block: 1,
-                suffix: String::new(),
-            };
+            size = SizeFormat::units();
         }
     }
     let summarize = flag("summarize");
@@ -290,8 +227,8 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
         .map(|v| v.cloned().collect())
         .unwrap_or_default();
     for file in m.get_many::<String>("exclude-from").into_iter().flatten() {
-        let text = std::fs::read(file)
-            .map_err(|e| invalid(format!("{}: {}", quote(file.as_bytes()), crate::error_text(&e))))?;
+        let text =
+            std::fs::read(file).map_err(|e| invalid(format!("{}: {}", quote(file.as_bytes()), error_text(&e))))?;
         excludes.extend(
             text.split(|&b| b == b'\n')
                 .filter(|l| !l.is_empty())
@@ -324,14 +261,14 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
                 .map_err(|_| usage(format!("invalid --{id} argument {}", quote(v.as_bytes())))),
         }
     };
-    let (cols, rows) = crate::tree::terminal_size();
+    let (cols, rows) = terminal_size();
     let view = TreeOptions {
         depth: number("tree-depth", 4)?,
         lines: number("tree-lines", rows.saturating_sub(4).max(10))?,
         bar_width: (cols / 4).clamp(10, 40),
     };
     let tree = flag("tree").then_some(view);
-    Ok(Options {
+    Ok(Settings {
         operands,
         files0_from,
         all: flag("all"),
@@ -357,6 +294,27 @@ fn options(m: &ArgMatches, args: &[OsString]) -> Result<Options, UsageError> {
         from_json: m.get_one::<OsString>("from-json").map(|s| s.as_bytes().to_vec()),
         progress: !flag("no-progress"),
     })
+}
+
+/// du's default: 1024-byte blocks, unless the environment says otherwise
+/// (`DU_BLOCK_SIZE`, `BLOCK_SIZE`, `BLOCKSIZE`, `POSIXLY_CORRECT`).
+fn size_from_env() -> SizeFormat {
+    for var in ["DU_BLOCK_SIZE", "BLOCK_SIZE", "BLOCKSIZE"] {
+        if let Some(spec) = std::env::var_os(var) {
+            if let Some(f) = spec.to_str().and_then(|s| SizeFormat::parse(s).ok()) {
+                return f;
+            }
+        }
+    }
+    let block = if std::env::var_os("POSIXLY_CORRECT").is_some() {
+        512
+    } else {
+        1024
+    };
+    SizeFormat::Blocks {
+        block,
+        suffix: String::new(),
+    }
 }
 
 /// du's threshold: a block-size-style number, negative to mean "at most"

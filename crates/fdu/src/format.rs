@@ -1,38 +1,12 @@
-//! How sizes, times and names are spelled: GNU du's block sizes and
-//! human-readable rounding (always up, as du does), its time styles, and
-//! its shell-style quoting of names in error messages.
+//! How sizes and times are spelled, and parsed from the command line:
+//! GNU du's block sizes and human-readable rounding (always up, as du
+//! does), and its time styles. The types are the plain ones of `settings`.
 
-/// How an amount (bytes, or inodes) is written.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SizeFormat {
-    /// `ceil(amount / block)`, followed by `suffix` (`-BM` prints `1M`; `-B1M` prints `1`).
-    Blocks { block: u64, suffix: String },
-    /// Scaled by powers of `base` with one decimal below 10 (`-h`: 1024, `--si`: 1000).
-    Human { base: u64 },
-}
+use crate::messages::{quote_value, report};
+use crate::settings::{SizeFormat, TimeFormat};
+use crate::usage::Stamp;
 
 impl SizeFormat {
-    /// du's default: 1024-byte blocks, unless the environment says otherwise
-    /// (`DU_BLOCK_SIZE`, `BLOCK_SIZE`, `BLOCKSIZE`, `POSIXLY_CORRECT`).
-    pub fn from_env() -> SizeFormat {
-        for var in ["DU_BLOCK_SIZE", "BLOCK_SIZE", "BLOCKSIZE"] {
-            if let Some(spec) = std::env::var_os(var) {
-                if let Some(f) = spec.to_str().and_then(|s| SizeFormat::parse(s).ok()) {
-                    return f;
-                }
-            }
-        }
-        let block = if std::env::var_os("POSIXLY_CORRECT").is_some() {
-            512
-        } else {
-            1024
-        };
-        SizeFormat::Blocks {
-            block,
-            suffix: String::new(),
-        }
-    }
-
     /// Parse a `--block-size` value the way coreutils does: an optional
     /// number, then an optional unit (`K`, `M`, … in powers of 1024; `KB`,
     /// `MB`, … in powers of 1000; `KiB`, … in 1024). Without a number the
@@ -203,13 +177,6 @@ fn write_human(n: u64, base: u64, out: &mut Vec<u8>) {
     }
 }
 
-/// Which time `--time` shows, and how.
-#[derive(Clone, Debug)]
-pub struct TimeFormat {
-    /// A strftime format (du's `--time-style`).
-    pub strftime: String,
-}
-
 impl TimeFormat {
     /// `full-iso`, `long-iso`, `iso` or `+FORMAT`; du's default is `long-iso`.
     pub fn parse(style: &str) -> Result<TimeFormat, BadSize> {
@@ -226,65 +193,16 @@ impl TimeFormat {
 
     /// Append a time in the local zone. Past the calendar's years (±9999),
     /// as du: the seconds, and a warning that the time is out of range.
-    pub fn write(&self, stamp: crate::scan::Stamp, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
+    pub fn write(&self, stamp: Stamp, tz: &jiff::tz::TimeZone, out: &mut Vec<u8>) {
         match jiff::Timestamp::new(stamp.secs, stamp.nsec as i32) {
             Ok(ts) => out.extend_from_slice(ts.to_zoned(tz.clone()).strftime(&self.strftime).to_string().as_bytes()),
             Err(_) => {
                 let secs = stamp.secs.to_string();
-                crate::report(&format!("time {} is out of range", quote_value(&secs)));
+                report(&format!("time {} is out of range", quote_value(&secs)));
                 out.extend_from_slice(secs.as_bytes());
             }
         }
     }
-}
-
-/// A value quoted as coreutils' `quote` does in messages: ‘x’ in a UTF-8
-/// locale, 'x' otherwise.
-pub fn quote_value(value: &str) -> String {
-    let var = ["LC_ALL", "LC_CTYPE", "LANG"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
-        .unwrap_or_default();
-    let lower = var.to_ascii_lowercase();
-    if lower.contains("utf-8") || lower.contains("utf8") {
-        format!("\u{2018}{value}\u{2019}")
-    } else {
-        format!("'{value}'")
-    }
-}
-
-/// A name quoted the way coreutils quotes file names in diagnostics
-/// (`quoteaf`): always in single quotes, `'` as `'\''`, control bytes and
-/// invalid UTF-8 as `$'\ooo'` pieces.
-pub fn quote(name: &[u8]) -> String {
-    let mut s = String::from("'");
-    // A character du cannot show inside single quotes closes them, goes in
-    // as `$'\ooo'`, and reopens them: `'a'$'\n''b'`.
-    let escape = |s: &mut String, esc: &str| {
-        s.push_str("'$'");
-        s.push_str(esc);
-        s.push_str("''");
-    };
-    for chunk in name.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            match c {
-                '\'' => s.push_str("'\\''"),
-                '\n' => escape(&mut s, "\\n"),
-                '\t' => escape(&mut s, "\\t"),
-                c if c.is_control() => escape(&mut s, &format!("\\{:03o}", c as u32)),
-                c => s.push(c),
-            }
-        }
-        for &b in chunk.invalid() {
-            escape(&mut s, &format!("\\{b:03o}"));
-        }
-    }
-    s.push('\'');
-    // A name ending in an escape leaves an empty `''` behind; du drops it.
-    if s.len() > 3 && s.ends_with("'''") {
-        s.truncate(s.len() - 2);
-    }
-    s
 }
 
 #[cfg(test)]
@@ -293,7 +211,6 @@ mod tests {
 
     #[test]
     fn times_past_2262_and_past_the_calendar() {
-        use crate::scan::Stamp;
         let format = TimeFormat::parse("long-iso").unwrap();
         let written = |secs, nsec| {
             let mut out = Vec::new();
@@ -359,11 +276,5 @@ mod tests {
         assert_eq!(SizeFormat::parse("99999999999999999999999"), Err(BadSize::TooLarge));
         assert_eq!(SizeFormat::parse(""), Err(BadSize::Invalid));
         assert!(SizeFormat::parse("foo").is_err());
-    }
-
-    #[test]
-    fn quotes_like_coreutils() {
-        assert_eq!(quote(b"abc"), "'abc'");
-        assert_eq!(quote(b"it's"), "'it'\\''s'");
     }
 }

@@ -3,17 +3,26 @@
 //!
 //! du walks in pre-order, each directory in `getdents` order (or by inode,
 //! for directories fts sorts), so "first" is the smallest path of such
-//! positions (see [`crate::scan::file_position`]). A
-//! parallel scan meets links in any order, so every multiply-linked file is
-//! set aside with its position path and a handle on its directory's node
-//! (which keeps that node, and its ancestors, from finishing); once the walk
-//! is over the smallest path of each inode wins and the rest are dropped.
-//! Only multiply-linked files pay for this (3250 of the 944 307 entries of
-//! the `million` benchmark tree).
+//! positions (see [`Node::visit_order`]). A parallel scan meets links in
+//! any order, so every multiply-linked file is set aside with its position
+//! and a hold on its directory's node (which keeps that node, and its
+//! ancestors, from completing); once the walk is over the smallest path of
+//! each inode wins and the rest are dropped. Only multiply-linked files pay
+//! for this (3250 of the 944 307 entries of the `million` benchmark tree).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
-use crate::scan::{Node, Scan, Usage};
+use crate::node::Node;
+use crate::settings::{Follow, Settings};
+use crate::usage::Usage;
+
+/// Whether an entry with `nlink` links waits to be counted once, at its
+/// first link: a file with several links, or with `-L` any file (symlinks
+/// may lead to it twice); never with `-l`, which counts every link.
+pub fn counted_once(settings: &Settings, nlink: u64) -> bool {
+    !settings.count_links && (nlink > 1 || settings.follow == Follow::All)
+}
 
 /// One link of a multiply-linked file, as a worker met it.
 pub struct Sighting {
@@ -29,25 +38,154 @@ pub struct Sighting {
     pub print: bool,
 }
 
-/// Count each inode at its first link (unless an earlier operand counted
-/// it), then let the waiting directories finish.
-pub fn resolve(scan: &Scan, sightings: Vec<Sighting>) {
-    // Orders are only known now: whether fts sorts a directory by inode
-    // depends on how many entries it turned out to have.
-    let mut keyed: Vec<(Box<[u64]>, Sighting)> = sightings
-        .into_iter()
-        .map(|s| (s.node.visit_order(s.position, s.ino), s))
-        .collect();
-    keyed.sort_unstable_by(|(ka, a), (kb, b)| (a.dev, a.ino, ka).cmp(&(b.dev, b.ino, kb)));
-    let mut last = None;
-    for (_, s) in &keyed {
-        if last == Some((s.dev, s.ino)) {
-            continue;
+/// The inodes counted so far in a run, across operands.
+#[derive(Default)]
+pub struct Links {
+    counted: Mutex<HashSet<(u64, u64)>>,
+}
+
+impl Links {
+    /// Count an inode once per run: false when it was counted already.
+    pub fn first(&self, dev: u64, ino: u64) -> bool {
+        self.counted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((dev, ino))
+    }
+
+    /// Count each inode of one operand's walk at its first link (unless an
+    /// earlier operand counted it), then let the waiting directories complete.
+    pub fn resolve(&self, sightings: Vec<Sighting>) {
+        // Orders are only known now: whether fts sorts a directory by inode
+        // depends on how many entries it turned out to have.
+        let mut keyed: Vec<(Box<[u64]>, Sighting)> = sightings
+            .into_iter()
+            .map(|s| (s.node.visit_order(s.position, s.ino), s))
+            .collect();
+        keyed.sort_unstable_by(|(ka, a), (kb, b)| (a.dev, a.ino, ka).cmp(&(b.dev, b.ino, kb)));
+        let mut last = None;
+        for (_, s) in &keyed {
+            if last == Some((s.dev, s.ino)) {
+                continue;
+            }
+            last = Some((s.dev, s.ino));
+            if self.first(s.dev, s.ino) {
+                s.node.add_link(s.usage, s.name.as_deref(), s.print);
+            }
         }
-        last = Some((s.dev, s.ino));
-        if scan.first_link(s.dev, s.ino) {
-            s.node.add_link(s.usage, s.name.as_deref(), s.print);
+        drop(keyed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::file_position;
+    use crate::node::testing::{enter, usage, Lines};
+
+    /// A link named `name`, the `index`-th file listed in `node`, of inode `ino`.
+    fn link(node: &Arc<Node>, name: &str, index: u32, ino: u64) -> Sighting {
+        node.list_entry();
+        node.list_file();
+        Sighting {
+            dev: 1,
+            ino,
+            position: file_position(index),
+            node: node.clone(),
+            usage: usage(7, 0),
+            name: Some(name.as_bytes().into()),
+            print: true,
         }
     }
-    drop(keyed);
+
+    /// Resolve the sightings (in the order given), let everything complete,
+    /// and return the -a lines printed for links.
+    fn winners(out: &mut Lines, links: &Links, sightings: Vec<Sighting>, nodes: Vec<Arc<Node>>) -> Vec<String> {
+        drop(nodes);
+        links.resolve(sightings);
+        let lines = out.take();
+        lines.into_iter().filter(|l| l.starts_with("7\t")).collect()
+    }
+
+    #[test]
+    fn pre_order_wins_a_subdirectory_listed_first_comes_before_later_files() {
+        let mut out = Lines::new(&["-a"]);
+        let root = out.operand("r");
+        let a = enter(&root, "a", 2, 0);
+        let x = link(&root, "x", 0, 50);
+        let deep = link(&a, "deep", 0, 50);
+        let won = winners(&mut out, &Links::default(), vec![x, deep], vec![root, a]);
+        assert_eq!(won, ["7\tr/a/deep"]);
+
+        // Listed the other way round, the file comes first.
+        let root = out.operand("r");
+        let x = link(&root, "x", 0, 50);
+        let a = enter(&root, "a", 2, 0);
+        let deep = link(&a, "deep", 0, 50);
+        let won = winners(&mut out, &Links::default(), vec![deep, x], vec![root, a]);
+        assert_eq!(won, ["7\tr/x"]);
+    }
+
+    #[test]
+    fn in_one_directory_listing_order_wins_whatever_order_they_were_met_in() {
+        let mut out = Lines::new(&["-a"]);
+        let root = out.operand("r");
+        let first = link(&root, "first", 0, 50);
+        let second = link(&root, "second", 1, 50);
+        let won = winners(&mut out, &Links::default(), vec![second, first], vec![root]);
+        assert_eq!(won, ["7\tr/first"]);
+    }
+
+    #[test]
+    fn in_a_big_directory_inode_order_wins_where_fts_sorts() {
+        for (inode_sort, entries, expected) in [
+            (true, 10_001, "7\tr/low-inode/l"),
+            (true, 100_000, "7\tr/low-inode/l"),
+            (true, 10_000, "7\tr/listed-first/l"),
+            (false, 10_001, "7\tr/listed-first/l"),
+        ] {
+            let mut out = Lines::new(&["-a"]);
+            let root = Arc::new(Node::operand(out.run, b"r", usage(1000, 0), inode_sort));
+            let listed_first = enter(&root, "listed-first", 900, 0);
+            let low_inode = enter(&root, "low-inode", 100, 0);
+            for _ in 2..entries {
+                root.list_entry();
+            }
+            let sightings = vec![link(&listed_first, "l", 0, 50), link(&low_inode, "l", 0, 50)];
+            let won = winners(
+                &mut out,
+                &Links::default(),
+                sightings,
+                vec![root, listed_first, low_inode],
+            );
+            assert_eq!(won, [expected], "inode sort {inode_sort}, {entries} entries");
+        }
+    }
+
+    #[test]
+    fn an_inode_counts_once_across_operands() {
+        let mut out = Lines::new(&["-a"]);
+        let links = Links::default();
+        let first = out.operand("first");
+        let sighting = link(&first, "l", 0, 50);
+        assert_eq!(winners(&mut out, &links, vec![sighting], vec![first]), ["7\tfirst/l"]);
+        let second = out.operand("second");
+        let sighting = link(&second, "l", 0, 50);
+        assert!(winners(&mut out, &links, vec![sighting], vec![second]).is_empty());
+        assert_eq!(out.run.grand_total().amount, 2 * 1000 + 7);
+    }
+
+    #[test]
+    fn only_multiply_linked_files_wait_and_with_count_links_none_does() {
+        let settings = |args: &[&str]| Lines::new(args).run.settings.clone();
+        let plain = settings(&[]);
+        assert!(!counted_once(&plain, 1));
+        assert!(counted_once(&plain, 2));
+        assert!(
+            counted_once(&settings(&["-L"]), 1),
+            "-L: symlinks may reach any file twice"
+        );
+        assert!(!counted_once(&settings(&["-l"]), 2));
+        assert!(!counted_once(&settings(&["-l", "-L"]), 1));
+    }
 }

@@ -6,14 +6,21 @@ use std::ops::Deref;
 
 use fnd_output::{SharedBuffer, Writer};
 
+use crate::messages::{error_text, report};
+
 /// Write once this much is buffered.
 const FLUSH_AT: usize = 1 << 20;
 
 pub struct Output(SharedBuffer);
 
 impl Output {
-    pub fn new() -> Output {
-        Output(SharedBuffer::new(Writer::stdout(), FLUSH_AT))
+    pub fn stdout() -> Output {
+        Output::to(Writer::stdout())
+    }
+
+    /// Output to another file (tests read back what was written).
+    pub fn to(writer: Writer) -> Output {
+        Output(SharedBuffer::new(writer, FLUSH_AT))
     }
 
     /// True when a write failed for a reason other than a closed pipe.
@@ -31,7 +38,7 @@ impl Output {
     pub fn finish(&self) {
         self.0.flush();
         if let Some(errno) = self.0.writer().failure() {
-            crate::report(&format!("write error: {}", crate::error_text(&errno.into())));
+            report(&format!("write error: {}", error_text(&errno.into())));
         }
     }
 }
@@ -41,5 +48,13 @@ impl Deref for Output {
 
     fn deref(&self) -> &SharedBuffer {
         &self.0
+    }
+}
+
+/// Columns and rows of the terminal on stdout (80x44 when it is not one).
+pub fn terminal_size() -> (usize, usize) {
+    match rustix::termios::tcgetwinsize(rustix::stdio::stdout()) {
+        Ok(ws) if ws.ws_col > 0 && ws.ws_row > 0 => (ws.ws_col as usize, ws.ws_row as usize),
+        _ => (80, 44),
     }
 }

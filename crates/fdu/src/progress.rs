@@ -2,12 +2,17 @@
 //! terminal, only after the scan has run for a moment, gone when it ends.
 
 use std::io::IsTerminal;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::scan::Progress;
+/// Entries and bytes seen so far, counted by the scan.
+#[derive(Default)]
+pub struct Progress {
+    pub entries: AtomicU64,
+    pub bytes: AtomicU64,
+}
 
 /// Short scans finish before this and never draw anything.
 const DELAY: Duration = Duration::from_millis(400);

@@ -1,21 +1,19 @@
-//! The tree view (`--tree`): the largest entries, indented under their
-//! directories, each with a bar and its share of the total (after dust).
+//! The scanned tree, for the views that need all of it (`--tree`,
+//! `--json`): one compact [`TreeNode`] per entry, built bottom-up as
+//! directories complete ([`TreeBuilder`]), read top-down ([`TreeNode::children`],
+//! [`Root::walk`]).
 //!
-//! The scan keeps one compact [`TreeNode`] per entry (40 bytes plus the
-//! name's allocation); the view picks the `lines` largest entries no deeper
-//! than `depth`, which always includes their ancestors (a directory is never
-//! smaller than what it holds), and prints them largest first.
+//! Trees are as deep as the file system (thousands of levels, past
+//! `PATH_MAX`), so nothing here recurses per level: walking is an
+//! iterator with its own stack, and dropping, comparing and printing for
+//! debugging go through it or through a loop.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use crate::cli::TreeOptions;
-use crate::format::SizeFormat;
+use std::fmt;
 
 /// One entry of a scanned tree: 24 bytes, its name kept in its parent's
 /// packed name buffer (so a file costs 24 bytes plus its name's bytes).
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreeNode {
+    /// Bytes (or inodes) under this entry, itself included.
     pub amount: u64,
     name_start: u32,
     name_len: u32,
@@ -23,36 +21,51 @@ pub struct TreeNode {
 }
 
 /// A directory's entries: their names end to end, and the entries.
-#[derive(Debug, Clone, PartialEq, Eq)]
 struct Kids {
     names: Box<[u8]>,
     nodes: Box<[TreeNode]>,
 }
 
+impl Drop for Kids {
+    /// Frees the levels below with a loop: the derived drop would recurse
+    /// once per level and overflow a thread's stack on a deep tree.
+    fn drop(&mut self) {
+        let mut below: Vec<Box<Kids>> = self.nodes.iter_mut().filter_map(|n| n.kids.take()).collect();
+        while let Some(mut kids) = below.pop() {
+            below.extend(kids.nodes.iter_mut().filter_map(|n| n.kids.take()));
+            // `kids` now has no grandchildren: dropping it frees one level only.
+        }
+    }
+}
+
 impl TreeNode {
-    /// The entries inside, with their names.
+    /// The entries inside, with their names, in the order they were added.
     pub fn children(&self) -> impl ExactSizeIterator<Item = (&[u8], &TreeNode)> + '_ {
         let (names, nodes): (&[u8], &[TreeNode]) = match &self.kids {
             Some(k) => (&k.names, &k.nodes),
             None => (&[], &[]),
         };
-        nodes
-            .iter()
-            .map(move |n| (&names[n.name_start as usize..(n.name_start + n.name_len) as usize], n))
+        nodes.iter().map(move |n| (n.name_in(names), n))
     }
 
-    fn child(&self, index: usize) -> (&[u8], &TreeNode) {
+    /// The `index`-th entry inside. Panics past the last one.
+    pub fn child(&self, index: usize) -> (&[u8], &TreeNode) {
         let k = self.kids.as_ref().expect("index of an existing child");
         let n = &k.nodes[index];
-        (&k.names[n.name_start as usize..(n.name_start + n.name_len) as usize], n)
+        (n.name_in(&k.names), n)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.kids.is_none()
+    /// Whether it holds entries (an empty directory holds none, as a file).
+    pub fn has_children(&self) -> bool {
+        self.kids.is_some()
+    }
+
+    fn name_in<'a>(&self, names: &'a [u8]) -> &'a [u8] {
+        &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
     }
 }
 
-/// A directory's entries as the scan gathers them.
+/// A directory's entries as the scan (or a reader) gathers them.
 #[derive(Debug, Default)]
 pub struct TreeBuilder {
     names: Vec<u8>,
@@ -60,6 +73,7 @@ pub struct TreeBuilder {
 }
 
 impl TreeBuilder {
+    /// A file, or a directory with nothing in it.
     pub fn leaf(&mut self, name: &[u8], amount: u64) {
         self.dir(name, amount, TreeBuilder::default());
     }
@@ -107,8 +121,8 @@ impl TreeBuilder {
 }
 
 /// An operand's tree.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Root {
+    /// The operand as given.
     pub name: Box<[u8]>,
     pub node: TreeNode,
 }
@@ -124,123 +138,126 @@ impl Root {
     pub fn leaf(name: &[u8], amount: u64) -> Root {
         Root::new(name, TreeBuilder::default().into_node(amount))
     }
-}
 
-/// Columns and rows of the terminal on stdout (80x44 when it is not one).
-pub fn terminal_size() -> (usize, usize) {
-    match rustix::termios::tcgetwinsize(rustix::stdio::stdout()) {
-        Ok(ws) if ws.ws_col > 0 && ws.ws_row > 0 => (ws.ws_col as usize, ws.ws_row as usize),
-        _ => (80, 44),
+    /// Every entry, depth first: each is entered, then its entries, then left.
+    pub fn walk(&self) -> Walk<'_> {
+        Walk::new(&self.name, &self.node)
     }
 }
 
-/// Render `root` into `out`.
-pub fn render(root: &Root, opts: &TreeOptions, size: &SizeFormat, out: &mut Vec<u8>) {
-    let shown = select(&root.node, opts);
-    let total = root.node.amount.max(1);
-    let mut rows = Vec::new();
-    let mut indent = String::new();
-    collect(&root.name, &root.node, &[], &shown, 0, &mut indent, true, &mut rows);
-    let size_width = rows.iter().map(|r| size.to_string(r.amount).len()).max().unwrap_or(0);
-    for row in rows {
-        let text = size.to_string(row.amount);
-        let filled = ((row.amount as u128 * opts.bar_width as u128 + total as u128 / 2) / total as u128) as usize;
-        let percent = (row.amount as u128 * 100 / total as u128) as u64;
-        let bar: String = "█".repeat(filled.min(opts.bar_width)) + &"░".repeat(opts.bar_width.saturating_sub(filled));
-        let line = format!(
-            "{text:>size_width$} {bar} {percent:>3}%  {}{}\n",
-            row.indent,
-            display_name(&row.name)
-        );
-        out.extend_from_slice(line.as_bytes());
-    }
+/// One step of a depth-first walk ([`Root::walk`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// An entry, before its entries; `depth` 0 is the root.
+    Enter {
+        name: &'a [u8],
+        node: &'a TreeNode,
+        depth: usize,
+    },
+    /// The same entry, after its entries.
+    Leave { node: &'a TreeNode, depth: usize },
 }
 
-/// Path (as child indexes) of every entry to show.
-fn select(root: &TreeNode, opts: &TreeOptions) -> std::collections::HashSet<Vec<u32>> {
-    let mut shown = std::collections::HashSet::new();
-    let mut heap = BinaryHeap::new();
-    heap.push((root.amount, Reverse(Vec::<u32>::new())));
-    while let Some((_, Reverse(path))) = heap.pop() {
-        if shown.len() >= opts.lines.max(1) {
-            break;
+/// A depth-first walk with a stack of its own (one small frame per level).
+pub struct Walk<'a> {
+    start: Option<(&'a [u8], &'a TreeNode)>,
+    /// The entries entered and not yet left, each with its next child.
+    open: Vec<(&'a TreeNode, usize)>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(name: &'a [u8], node: &'a TreeNode) -> Walk<'a> {
+        Walk {
+            start: Some((name, node)),
+            open: Vec::new(),
         }
-        let node = walk(root, &path);
-        if path.len() < opts.depth {
-            for (i, (_, c)) in node.children().enumerate() {
-                let mut p = path.clone();
-                p.push(i as u32);
-                heap.push((c.amount, Reverse(p)));
-            }
+    }
+}
+
+impl<'a> Iterator for Walk<'a> {
+    type Item = Step<'a>;
+
+    fn next(&mut self) -> Option<Step<'a>> {
+        if let Some((name, node)) = self.start.take() {
+            self.open.push((node, 0));
+            return Some(Step::Enter { name, node, depth: 0 });
         }
-        shown.insert(path);
+        let depth = self.open.len().checked_sub(1)?;
+        let (node, next) = self.open.last_mut()?;
+        let node: &'a TreeNode = node;
+        if *next < node.children().len() {
+            let (name, child) = node.child(*next);
+            *next += 1;
+            self.open.push((child, 0));
+            return Some(Step::Enter {
+                name,
+                node: child,
+                depth: depth + 1,
+            });
+        }
+        self.open.pop();
+        Some(Step::Leave { node, depth })
     }
-    shown
 }
 
-fn walk<'a>(root: &'a TreeNode, path: &[u32]) -> &'a TreeNode {
-    path.iter().fold(root, |n, &i| n.child(i as usize).1)
-}
-
-struct Row {
-    indent: String,
-    name: Box<[u8]>,
-    amount: u64,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn collect(
-    name: &[u8],
-    node: &TreeNode,
-    path: &[u32],
-    shown: &std::collections::HashSet<Vec<u32>>,
-    depth: usize,
-    indent: &mut String,
-    last: bool,
-    rows: &mut Vec<Row>,
-) {
-    let branch = if depth == 0 {
-        ""
-    } else if last {
-        "└─ "
-    } else {
-        "├─ "
-    };
-    rows.push(Row {
-        indent: format!("{indent}{branch}"),
-        name: name.into(),
-        amount: node.amount,
-    });
-    let mut kids: Vec<(usize, (&[u8], &TreeNode))> = node
-        .children()
-        .enumerate()
-        .filter(|(i, _)| {
-            let mut p = path.to_vec();
-            p.push(*i as u32);
-            shown.contains(&p)
-        })
-        .collect();
-    kids.sort_by(|a, b| b.1 .1.amount.cmp(&a.1 .1.amount).then_with(|| a.1 .0.cmp(b.1 .0)));
-    let saved = indent.len();
-    if depth > 0 {
-        indent.push_str(if last { "   " } else { "│  " });
+/// What a step says about the tree's shape and contents (not where it is in memory).
+fn shape(step: Step<'_>) -> (bool, &[u8], u64, usize) {
+    match step {
+        Step::Enter { name, node, depth } => (true, name, node.amount, depth),
+        Step::Leave { node, depth } => (false, &[], node.amount, depth),
     }
-    let n = kids.len();
-    for (k, (i, (child_name, child))) in kids.into_iter().enumerate() {
-        let mut p = path.to_vec();
-        p.push(i as u32);
-        collect(child_name, child, &p, shown, depth + 1, indent, k + 1 == n, rows);
-    }
-    indent.truncate(saved);
 }
 
-/// A name made safe for a terminal: invalid UTF-8 replaced, control
-/// characters shown as `?`.
-fn display_name(name: &[u8]) -> String {
-    String::from_utf8_lossy(name)
-        .chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+impl PartialEq for TreeNode {
+    fn eq(&self, other: &TreeNode) -> bool {
+        Walk::new(b"", self).map(shape).eq(Walk::new(b"", other).map(shape))
+    }
+}
+
+impl Eq for TreeNode {}
+
+impl PartialEq for Root {
+    fn eq(&self, other: &Root) -> bool {
+        self.name == other.name && self.node == other.node
+    }
+}
+
+impl Eq for Root {}
+
+impl fmt::Debug for TreeNode {
+    /// One line per entry: depth, name, amount.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let entries = Walk::new(b"", self).filter_map(|step| match step {
+            Step::Enter { name, node, depth } => Some((depth, String::from_utf8_lossy(name), node.amount)),
+            Step::Leave { .. } => None,
+        });
+        f.debug_list().entries(entries).finish()
+    }
+}
+
+impl fmt::Debug for Root {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Root")
+            .field("name", &String::from_utf8_lossy(&self.name))
+            .field("node", &self.node)
+            .finish()
+    }
+}
+
+/// A chain of directories `depth` deep under a root named `root`, each
+/// holding a file `f` of 1 and the next directory `d`: for tests of depth.
+#[cfg(test)]
+pub fn chain(depth: usize) -> Root {
+    let mut kids = TreeBuilder::default();
+    let mut amount = 0;
+    for _ in 0..depth {
+        let mut level = TreeBuilder::default();
+        level.leaf(b"f", 1);
+        level.dir(b"d", amount, kids);
+        amount += 2;
+        kids = level;
+    }
+    Root::new(b"root", kids.into_node(amount))
 }
 
 #[cfg(test)]
@@ -248,31 +265,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shows_largest_entries_under_their_parents() {
-        let mut big = TreeBuilder::default();
-        big.leaf(b"inner", 80);
+    fn walks_depth_first_in_order() {
+        let mut inner = TreeBuilder::default();
+        inner.leaf(b"x", 1);
         let mut top = TreeBuilder::default();
-        top.leaf(b"small", 10);
-        top.dir(b"big", 90, big);
-        let tree = Root::new(b"root", top.into_node(100));
-        let mut out = Vec::new();
-        let opts = TreeOptions {
-            depth: 5,
-            lines: 3,
-            bar_width: 10,
-        };
-        render(
-            &tree,
-            &opts,
-            &SizeFormat::Blocks {
-                block: 1,
-                suffix: String::new(),
-            },
-            &mut out,
-        );
-        let text = String::from_utf8(out).unwrap();
-        let names: Vec<_> = text.lines().map(|l| l.rsplit(' ').next().unwrap()).collect();
-        assert_eq!(names, ["root", "big", "inner"]);
-        assert!(text.lines().next().unwrap().contains("100%"));
+        top.dir(b"a", 3, inner);
+        top.leaf(b"b", 2);
+        let root = Root::new(b"r", top.into_node(6));
+        let steps: Vec<String> = root
+            .walk()
+            .map(|s| match s {
+                Step::Enter { name, depth, .. } => format!("+{}{depth}", String::from_utf8_lossy(name)),
+                Step::Leave { node, depth } => format!("-{}@{depth}", node.amount),
+            })
+            .collect();
+        assert_eq!(steps, ["+r0", "+a1", "+x2", "-1@2", "-3@1", "+b1", "-2@1", "-6@0"]);
+    }
+
+    #[test]
+    fn deep_trees_are_walked_compared_and_dropped_on_a_small_stack() {
+        let worker = std::thread::Builder::new().stack_size(64 * 1024);
+        let handle = worker
+            .spawn(|| {
+                let (a, b) = (chain(100_000), chain(100_000));
+                assert_eq!(a.walk().count(), 4 * 100_000 + 2);
+                assert!(a == b);
+                assert!(a != chain(99_999));
+            })
+            .unwrap();
+        handle.join().unwrap();
     }
 }

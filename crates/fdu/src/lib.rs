@@ -1,0 +1,243 @@
+//! The `fdu` command as a library: GNU du's output, byte for byte, from a
+//! parallel scan; plus a tree view, JSON and a progress line. The binary
+//! is `fn main() { fdu::run() }`; the library exists so that fuzz targets
+//! and tests reach the parsers and the tree the way the command uses them.
+//! It is not a stable API: to walk trees from Rust, use `fnd-walk`.
+//!
+//! The modules, bottom first (each uses only those above it in this list;
+//! `tests/layers.rs` checks it):
+//! - plain data and leaf helpers: [`settings`] (what a run is asked to do),
+//!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
+//!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`];
+//! - [`usage`] (what an entry counts for), [`output`] (stdout);
+//! - [`format`](mod@format) (how sizes and times are spelled);
+//! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
+//!   [`json`] (`--json`, `--from-json`), [`run`](mod@run) (what one run shares:
+//!   settings, du's lines, totals);
+//! - [`node`]: one directory's totals and its completion;
+//! - [`hardlinks`]: which link of a file counts;
+//! - [`scan`]: the walk that feeds them.
+
+pub mod cli;
+pub mod exclude;
+pub mod format;
+pub mod hardlinks;
+pub mod json;
+pub mod json_stream;
+pub mod messages;
+pub mod node;
+pub mod operands;
+pub mod output;
+pub mod progress;
+pub mod run;
+pub mod scan;
+pub mod settings;
+pub mod tree;
+pub mod usage;
+pub mod view;
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use cli::{Parsed, UsageError};
+use messages::{error_text, quote, report};
+use output::Output;
+use scan::Scan;
+use settings::{Follow, Settings, TreeOptions};
+
+/// Bad usage: du's message, its hint, exit status 1.
+fn usage_exit(e: UsageError) -> ! {
+    report(&e.message);
+    if e.hint {
+        messages::usage_hint();
+    }
+    std::process::exit(1)
+}
+
+/// The whole command: parse, scan (or read a saved tree), print.
+pub fn run() -> ExitCode {
+    let settings = match cli::parse(std::env::args_os().collect()) {
+        Ok(Parsed::Run(s)) => *s,
+        Ok(Parsed::Show(text)) => {
+            let _ = text.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => usage_exit(e),
+    };
+    if let Some(file) = &settings.from_json {
+        return show_saved_tree(file, &settings);
+    }
+    let (mut operands, mut failed) = operands(&settings);
+    operands.iter_mut().for_each(trim_trailing_slashes);
+    let follow_operands = settings.follow != Follow::Never;
+    // Err(None): a dangling symlink that was to be followed (du says only "cannot access").
+    let metas: Vec<Result<fnd_walk::Metadata, Option<std::io::Error>>> = operands
+        .iter()
+        .map(|op| {
+            let path = Path::new(OsStr::from_bytes(op));
+            fnd_walk::meta::stat_path(path, follow_operands).map_err(|e| match fnd_walk::meta::stat_path(path, false) {
+                Ok(_) if follow_operands => None,
+                _ => Some(e),
+            })
+        })
+        .collect();
+    let ids: Vec<Option<(u64, u64)>> = metas.iter().map(|m| m.as_ref().ok().map(|m| (m.dev, m.ino))).collect();
+    let scan: &'static Scan = match Scan::new(settings, Output::stdout(), &ids) {
+        Ok(s) => Box::leak(Box::new(s)),
+        Err(e) => usage_exit(UsageError {
+            message: e,
+            hint: false,
+        }),
+    };
+    let run = &scan.run;
+    let ticker = if run.settings.progress {
+        progress::Ticker::start(&scan.progress)
+    } else {
+        None
+    };
+    for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
+        let m = match meta {
+            Ok(m) => m,
+            Err(e) => {
+                run.cannot_access(op, e.as_ref());
+                continue;
+            }
+        };
+        if scan.excluded(op) || !scan.begin_operand(i, ids[i]) {
+            continue;
+        }
+        if m.is_dir() {
+            scan.scan_dir(op, m);
+        } else {
+            scan.scan_file(op, m);
+        }
+        if run.out.closed() {
+            break;
+        }
+    }
+    if run.settings.total {
+        let mut line = Vec::new();
+        run.line(&mut line, run.grand_total(), b"total");
+        run.out.write(&line);
+    }
+    if let Some(t) = ticker {
+        t.stop();
+    }
+    finish_views(run);
+    run.out.finish();
+    failed |= run.failed();
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// fts keeps one trailing slash of several (`d//` is walked and printed as `d/`).
+fn trim_trailing_slashes(path: &mut Vec<u8>) {
+    if path.len() > 2 && path.ends_with(b"/") {
+        while path.len() > 1 && path[path.len() - 2] == b'/' {
+            path.pop();
+        }
+    }
+}
+
+/// The operands: from the command line, from `--files0-from`, or `.`.
+fn operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
+    let Some(from) = &settings.files0_from else {
+        let ops = if settings.operands.is_empty() {
+            vec![b".".to_vec()]
+        } else {
+            settings.operands.clone()
+        };
+        return (ops, false);
+    };
+    let mut data = Vec::new();
+    let read = if from == b"-" {
+        std::io::stdin().read_to_end(&mut data)
+    } else {
+        std::fs::File::open(OsStr::from_bytes(from)).and_then(|mut f| f.read_to_end(&mut data))
+    };
+    if let Err(e) = read {
+        report(&format!("cannot open {} for reading: {}", quote(from), error_text(&e)));
+        std::process::exit(1);
+    }
+    let mut failed = false;
+    let mut ops = Vec::new();
+    let body = data.strip_suffix(b"\0").unwrap_or(&data);
+    if body.is_empty() {
+        return (ops, false);
+    }
+    for (n, name) in body.split(|&b| b == 0).enumerate() {
+        if name.is_empty() {
+            report(&format!(
+                "{}:{}: invalid zero-length file name",
+                String::from_utf8_lossy(from),
+                n + 1
+            ));
+            failed = true;
+        } else {
+            ops.push(name.to_vec());
+        }
+    }
+    (ops, failed)
+}
+
+/// `--tree` and `--json`, after the du lines.
+fn finish_views(run: &run::Run) {
+    let settings = &run.settings;
+    let trees = run.take_trees();
+    let mut out = Vec::new();
+    if settings.json {
+        json::write(&trees, settings.measure, &mut out);
+    }
+    if let Some(t) = &settings.tree {
+        let size = view::size_format(&settings.size, settings.measure);
+        for root in &trees {
+            view::render(root, t, &size, &mut out);
+        }
+    }
+    run.out.write(&out);
+}
+
+fn show_saved_tree(file: &[u8], settings: &Settings) -> ExitCode {
+    let mut data = Vec::new();
+    let read = if file == b"-" {
+        std::io::stdin().read_to_end(&mut data).map(drop)
+    } else {
+        std::fs::read(OsStr::from_bytes(file)).map(|d| data = d)
+    };
+    if let Err(e) = read {
+        report(&format!("cannot read {}: {}", quote(file), error_text(&e)));
+        return ExitCode::from(1);
+    }
+    let roots = match json::read(&data) {
+        Ok(r) => r,
+        Err(e) => {
+            report(&format!("{}: not a tree written by --json: {e}", quote(file)));
+            return ExitCode::from(1);
+        }
+    };
+    let (_, rows) = output::terminal_size();
+    let view = settings.tree.unwrap_or(TreeOptions {
+        depth: 4,
+        lines: rows.saturating_sub(4).max(10),
+        bar_width: 20,
+    });
+    let size = view::size_format(&settings.size, settings.measure);
+    let mut out = Vec::new();
+    for root in &roots {
+        view::render(root, &view, &size, &mut out);
+    }
+    let output = Output::stdout();
+    output.write(&out);
+    output.finish();
+    if output.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

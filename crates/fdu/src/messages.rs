@@ -1,0 +1,85 @@
+//! What fdu says on stderr, worded as coreutils words it: `fdu: MESSAGE`,
+//! I/O errors without Rust's "(os error N)", names quoted as du quotes them.
+
+use std::io::Write;
+
+/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no reason to panic).
+pub fn report(message: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "fdu: {message}");
+}
+
+/// du's hint after a usage error.
+pub fn usage_hint() {
+    let _ = writeln!(std::io::stderr().lock(), "Try 'fdu --help' for more information.");
+}
+
+/// An I/O error as coreutils words it ("No such file or directory"), without Rust's "(os error 2)".
+pub fn error_text(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// A value quoted as coreutils' `quote` does in messages: ‘x’ in a UTF-8
+/// locale, 'x' otherwise.
+pub fn quote_value(value: &str) -> String {
+    let var = ["LC_ALL", "LC_CTYPE", "LANG"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+        .unwrap_or_default();
+    let lower = var.to_ascii_lowercase();
+    if lower.contains("utf-8") || lower.contains("utf8") {
+        format!("\u{2018}{value}\u{2019}")
+    } else {
+        format!("'{value}'")
+    }
+}
+
+/// A name quoted the way coreutils quotes file names in diagnostics
+/// (`quoteaf`): always in single quotes, `'` as `'\''`, control bytes and
+/// invalid UTF-8 as `$'\ooo'` pieces.
+pub fn quote(name: &[u8]) -> String {
+    let mut s = String::from("'");
+    // A character du cannot show inside single quotes closes them, goes in
+    // as `$'\ooo'`, and reopens them: `'a'$'\n''b'`.
+    let escape = |s: &mut String, esc: &str| {
+        s.push_str("'$'");
+        s.push_str(esc);
+        s.push_str("''");
+    };
+    for chunk in name.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\'' => s.push_str("'\\''"),
+                '\n' => escape(&mut s, "\\n"),
+                '\t' => escape(&mut s, "\\t"),
+                c if c.is_control() => escape(&mut s, &format!("\\{:03o}", c as u32)),
+                c => s.push(c),
+            }
+        }
+        for &b in chunk.invalid() {
+            escape(&mut s, &format!("\\{b:03o}"));
+        }
+    }
+    s.push('\'');
+    // A name ending in an escape leaves an empty `''` behind; du drops it.
+    if s.len() > 3 && s.ends_with("'''") {
+        s.truncate(s.len() - 2);
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_like_coreutils() {
+        assert_eq!(quote(b"abc"), "'abc'");
+        assert_eq!(quote(b"it's"), "'it'\\''s'");
+        assert_eq!(quote(b"a\nb"), "'a'$'\\n''b'");
+        assert_eq!(quote(b"bad\xff"), "'bad'$'\\377'");
+    }
+}

@@ -1,0 +1,93 @@
+//! du's rule for several operands: nothing is counted twice. A later
+//! operand met inside an earlier one is not counted again where it is met;
+//! an earlier one met inside a later one is skipped there. With `-l` du
+//! counts everything it meets, overlaps included.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+
+/// The operands' identities (device, inode), and which are covered already.
+pub struct Operands {
+    /// Identity → operand indexes; empty with one operand (nothing to check).
+    ids: HashMap<(u64, u64), Vec<usize>>,
+    /// Operands already met inside an earlier one.
+    seen: Vec<AtomicBool>,
+    current: AtomicUsize,
+}
+
+impl Operands {
+    /// `ids`: each operand's identity, `None` for one that cannot be statted.
+    pub fn new(ids: &[Option<(u64, u64)>], count_links: bool) -> Operands {
+        let mut by_id: HashMap<(u64, u64), Vec<usize>> = HashMap::new();
+        if ids.len() > 1 && !count_links {
+            for (i, id) in ids.iter().enumerate() {
+                if let Some(id) = id {
+                    by_id.entry(*id).or_default().push(i);
+                }
+            }
+        }
+        Operands {
+            ids: by_id,
+            seen: ids.iter().map(|_| AtomicBool::new(false)).collect(),
+            current: AtomicUsize::new(0),
+        }
+    }
+
+    /// Start operand `index`: false when an earlier operand already covered it.
+    pub fn begin(&self, index: usize, id: Option<(u64, u64)>) -> bool {
+        if self.seen.get(index).is_some_and(|s| s.load(Relaxed)) {
+            return false;
+        }
+        self.current.store(index, Relaxed);
+        if let Some((dev, ino)) = id {
+            self.counts(dev, ino);
+        }
+        true
+    }
+
+    /// Whether an entry with this identity is counted in the current
+    /// operand (it is not when it is an earlier operand).
+    pub fn counts(&self, dev: u64, ino: u64) -> bool {
+        if self.ids.is_empty() {
+            return true;
+        }
+        let Some(indexes) = self.ids.get(&(dev, ino)) else {
+            return true;
+        };
+        let current = self.current.load(Relaxed);
+        let mut counts = true;
+        for &j in indexes {
+            if j < current {
+                counts = false;
+            } else if j > current {
+                self.seen[j].store(true, Relaxed);
+            }
+        }
+        counts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_operand_inside_another_is_counted_once() {
+        // 0: a, 1: a/b (inside a), 2: c.
+        let ops = Operands::new(&[Some((1, 10)), Some((1, 11)), Some((1, 12))], false);
+        assert!(ops.begin(0, Some((1, 10))));
+        assert!(ops.counts(1, 11), "a/b is counted inside a");
+        assert!(!ops.begin(1, Some((1, 11))), "and not again as an operand");
+        assert!(ops.begin(2, Some((1, 12))));
+        assert!(!ops.counts(1, 10), "a met inside c was counted already");
+    }
+
+    #[test]
+    fn with_count_links_everything_counts() {
+        let ops = Operands::new(&[Some((1, 10)), Some((1, 11))], true);
+        assert!(ops.begin(0, Some((1, 10))));
+        assert!(ops.counts(1, 11));
+        assert!(ops.begin(1, Some((1, 11))));
+        assert!(ops.counts(1, 10));
+    }
+}

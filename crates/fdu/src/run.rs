@@ -1,0 +1,107 @@
+//! What every part of one run shares: its settings, du's lines on stdout,
+//! messages on stderr (and whether any was an error), and what the
+//! operands add up to (the grand total, and their trees for the views).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use fnd_walk::Metadata;
+
+use crate::messages::{error_text, quote, report};
+use crate::output::Output;
+use crate::settings::Settings;
+use crate::tree::{Root, TreeBuilder};
+use crate::usage::{Newest, Stamp, Usage};
+
+pub struct Run {
+    pub settings: Settings,
+    pub out: Output,
+    tz: jiff::tz::TimeZone,
+    failed: AtomicBool,
+    grand_total: AtomicU64,
+    grand_newest: Newest,
+    /// Each operand's tree, for `--tree` and `--json`.
+    trees: Mutex<Vec<Root>>,
+}
+
+impl Run {
+    pub fn new(settings: Settings, out: Output) -> Run {
+        Run {
+            settings,
+            out,
+            tz: jiff::tz::TimeZone::system(),
+            failed: AtomicBool::new(false),
+            grand_total: AtomicU64::new(0),
+            grand_newest: Newest::new(Stamp::MIN),
+            trees: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An entry's usage under this run's settings.
+    pub fn usage(&self, m: &Metadata) -> Usage {
+        let time = self.settings.time.as_ref().map(|t| t.0);
+        Usage::of(m, self.settings.measure, time)
+    }
+
+    /// Append du's line for one entry (if the threshold lets it through).
+    pub fn line(&self, out: &mut Vec<u8>, usage: Usage, path: &[u8]) {
+        let settings = &self.settings;
+        // The tree view and JSON replace du's lines.
+        if settings.keeps_tree() || !settings.threshold.shows(usage.amount) {
+            return;
+        }
+        settings.size.write(usage.amount, out);
+        out.push(b'\t');
+        if let Some((_, format)) = &settings.time {
+            format.write(usage.stamp, &self.tz, out);
+            out.push(b'\t');
+        }
+        out.extend_from_slice(path);
+        out.push(if settings.null { 0 } else { b'\n' });
+    }
+
+    /// Print `fdu: MESSAGE` and remember that the run failed.
+    pub fn error(&self, message: &str) {
+        self.failed.store(true, Relaxed);
+        report(message);
+    }
+
+    /// A file that could not be statted (`None`: a symlink to follow that
+    /// leads nowhere, for which du gives no reason).
+    pub fn cannot_access(&self, path: &[u8], err: Option<&std::io::Error>) {
+        match err {
+            Some(err) => self.error(&format!("cannot access {}: {}", quote(path), error_text(err))),
+            None => self.error(&format!("cannot access {}", quote(path))),
+        }
+    }
+
+    /// Whether an error was reported or stdout could not be written.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Relaxed) || self.out.failed()
+    }
+
+    /// An operand is done: its total joins the grand total, its tree the views'.
+    pub fn add_operand(&self, name: &[u8], total: Usage, tree: Option<TreeBuilder>) {
+        self.grand_total.fetch_add(total.amount, Relaxed);
+        if self.settings.time.is_some() {
+            self.grand_newest.offer(total.stamp);
+        }
+        if let Some(kids) = tree {
+            let root = Root::new(name, kids.into_node(total.amount));
+            self.trees.lock().unwrap_or_else(|e| e.into_inner()).push(root);
+        }
+    }
+
+    /// What all operands added up to (`-c`).
+    pub fn grand_total(&self) -> Usage {
+        Usage {
+            amount: self.grand_total.load(Relaxed),
+            stamp: self.grand_newest.get(),
+        }
+    }
+
+    /// The operands' trees, in the order they were done.
+    pub fn take_trees(&self) -> Vec<Root> {
+        std::mem::take(&mut *self.trees.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
