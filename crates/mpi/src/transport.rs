@@ -381,12 +381,19 @@ impl Engine {
 
     fn sleep(&self, quiet_rounds: u32) {
         // Spin a few rounds (replies often follow at once), then sleep
-        // longer and longer: 10 µs doubling up to the limit.
+        // longer and longer: 10 µs doubling up to the limit, or up to
+        // 50 µs while sends are incomplete (a large message moves only
+        // as fast as its sender's MPI calls make progress).
         if quiet_rounds < 8 {
             std::thread::yield_now();
             return;
         }
-        let mut wait = (10u64 << (quiet_rounds - 8).min(16)).min(self.tuning.poll_max);
+        let cap = if self.outgoing.is_empty() {
+            self.tuning.poll_max
+        } else {
+            self.tuning.poll_max.min(50)
+        };
+        let mut wait = (10u64 << (quiet_rounds - 8).min(16)).min(cap);
         if !self.node.is_over() {
             let until_steal = self.node.next_steal_at().saturating_sub(self.now());
             if until_steal > 0 {
