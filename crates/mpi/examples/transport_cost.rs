@@ -4,10 +4,13 @@
 //! - `steal [SECONDS]`: rank 1 steals one item at a time from a busy rank 0
 //!   and is idle again at once (steals per second: request, work,
 //!   acknowledgement);
+//! - `idle [SECONDS]`: rank 0 is busy and gives nothing, rank 1 is idle and
+//!   keeps asking (run each rank under `time` to see what idleness costs);
 //! - `output [MIB] [CHUNK_KIB]`: rank 1 sends MIB MiB of lines to rank 0,
 //!   which writes them to its stdout (MiB/s until the last is acknowledged).
 //!
-//! `mpirun -n 2 transport_cost pingpong 2000 > /dev/null`
+//! `mpirun -n 2 transport_cost pingpong 2000 > /dev/null`; `WINDOW=N` sets
+//! the output window.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -69,7 +72,11 @@ fn main() {
         pongs,
         handle: OnceLock::new(),
     });
-    let job = Job::start(&world, bench.clone(), Tuning::default(), None);
+    let mut tuning = Tuning::default();
+    if let Some(w) = std::env::var("WINDOW").ok().and_then(|w| w.parse().ok()) {
+        tuning.window = w;
+    }
+    let job = Job::start(&world, bench.clone(), tuning, None);
     let handle = job.handle();
     let _ = bench.handle.set(handle.clone());
     let report = match (mode, rank) {
@@ -93,7 +100,7 @@ fn main() {
                 per.as_secs_f64() * 1e6
             ))
         }
-        ("steal", 0) => {
+        ("steal", 0) | ("idle", 0) => {
             let secs = number(1, 2);
             std::thread::sleep(Duration::from_secs(secs));
             bench.giving.store(false, Ordering::SeqCst);

@@ -54,7 +54,7 @@ impl Default for Tuning {
             protocol: Config::default(),
             window: 4,
             backlog_limit: 64 << 20,
-            poll_max: 500,
+            poll_max: 1_000,
         }
     }
 }

@@ -126,7 +126,7 @@ impl Default for Config {
         Config {
             steal_max_items: 4096,
             steal_backoff_min: 50,
-            steal_backoff_max: 2_000,
+            steal_backoff_max: 5_000,
         }
     }
 }
