@@ -10,7 +10,7 @@
 //!   which writes them to its stdout (MiB/s until the last is acknowledged).
 //!
 //! `mpirun -n 2 transport_cost pingpong 2000 > /dev/null`; `WINDOW=N` sets
-//! the output window.
+//! the output window, `POLL_MAX=US` the transport's longest sleep.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -75,6 +75,9 @@ fn main() {
     let mut tuning = Tuning::default();
     if let Some(w) = std::env::var("WINDOW").ok().and_then(|w| w.parse().ok()) {
         tuning.window = w;
+    }
+    if let Some(p) = std::env::var("POLL_MAX").ok().and_then(|p| p.parse().ok()) {
+        tuning.poll_max = p;
     }
     let job = Job::start(&world, bench.clone(), tuning, None);
     let handle = job.handle();
