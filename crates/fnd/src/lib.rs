@@ -20,7 +20,6 @@ pub mod listing;
 pub mod paths;
 pub mod pattern;
 pub mod results;
-pub mod spelled;
 pub mod walk;
 
 use std::process::ExitCode;

@@ -7,7 +7,10 @@ use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind, Literal, Look};
 
 use crate::cli::Cli;
-use crate::spelled::Spelled;
+
+mod spelled;
+
+use spelled::Spelled;
 
 /// How pattern text is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
