@@ -21,8 +21,7 @@ use fnd_walk::EntryRef;
 
 use crate::error::print_error;
 use crate::format::Template;
-use crate::listing::printed_prefix;
-use crate::paths::PathStyle;
+use crate::paths::{printed_prefix, PathStyle};
 
 /// Long help of `-x/--exec`.
 pub const EXEC_HELP: &str = concat!(

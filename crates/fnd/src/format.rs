@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use fnd_walk::{EntryRef, FileType, Metadata};
 
+use crate::paths::push_with_separator;
+
 /// What a placeholder stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {
@@ -314,24 +316,6 @@ impl Subject<'_> {
 
     fn push_path(&self, part: &[u8], out: &mut Vec<u8>) {
         push_with_separator(part, self.separator, out);
-    }
-}
-
-/// Append `part`, with each `/` replaced by `separator` when there is one.
-pub fn push_with_separator(part: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
-    match separator {
-        None => out.extend_from_slice(part),
-        Some(sep) => {
-            for piece in part.split_inclusive(|&b| b == b'/') {
-                match piece.strip_suffix(b"/") {
-                    Some(head) => {
-                        out.extend_from_slice(head);
-                        out.extend_from_slice(sep);
-                    }
-                    None => out.extend_from_slice(piece),
-                }
-            }
-        }
     }
 }
 

@@ -14,9 +14,9 @@ use fnd_walk::EntryRef;
 
 use crate::color::{Colors, Painter};
 use crate::escape::push_escaped;
-use crate::format::{push_with_separator, Template};
+use crate::format::Template;
 use crate::hyperlink::Hyperlinks;
-use crate::paths::PathStyle;
+use crate::paths::{printed_prefix, push_with_separator, PathStyle};
 
 /// How results are printed; shared by every thread.
 pub struct ListingConfig {
@@ -148,17 +148,4 @@ fn push_terminal(escape: bool, text: &[u8], out: &mut Vec<u8>) {
     } else {
         out.extend_from_slice(text);
     }
-}
-
-/// The text printed before an entry's name, with `/` separators: the
-/// chunk's prefix after `PathStyle`'s `./` stripping (built in `scratch`).
-pub fn printed_prefix<'s>(style: &PathStyle, chunk_prefix: &[u8], name: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
-    scratch.clear();
-    let unseparated = PathStyle {
-        strip_cwd_prefix: style.strip_cwd_prefix,
-        separator: None,
-    };
-    unseparated.write_entry_path(scratch, chunk_prefix, name, false, false);
-    let len = scratch.len() - name.len();
-    &scratch[..len]
 }
