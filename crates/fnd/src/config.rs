@@ -74,7 +74,7 @@ impl Config {
                 pattern::check_not_a_path(p)?;
             }
         }
-        let syntax = Syntax::from_cli(cli);
+        let syntax = syntax(cli);
         let sources = cli
             .and
             .iter()
@@ -109,7 +109,7 @@ impl Config {
             None
         };
 
-        let hidden = cli.hidden || cli.unrestricted();
+        let hidden = cli.hidden || unrestricted(cli);
         if !hidden && sources.iter().any(|s| pattern::only_matches_hidden(s)) {
             return Err("The pattern(s) seems to only match files with a leading dot, but hidden files are filtered by \
                         default. Consider adding -H/--hidden to search hidden files as well or adjust your search pattern(s)."
@@ -125,7 +125,7 @@ impl Config {
             (OrderArg::Parallel, None) => Order::Parallel,
         };
         let strip_when = cli.strip_cwd_prefix.unwrap_or(StripCwdWhen::Auto);
-        let no_paths_given = cli.given_paths().is_empty();
+        let no_paths_given = given_paths(cli).is_empty();
         let strip_cwd_prefix = no_paths_given
             && match strip_when {
                 StripCwdWhen::Auto => !(cli.print0 || has_command),
@@ -140,8 +140,8 @@ impl Config {
             skip_hidden,
             follow: cli.follow,
             one_file_system: cli.one_file_system,
-            min_depth: cli.min_depth().unwrap_or(0).max(1),
-            max_depth: cli.max_depth(),
+            min_depth: min_depth(cli).unwrap_or(0).max(1),
+            max_depth: max_depth(cli),
             prune: cli.prune,
             threads: cli.threads.map_or(0, |n| n.get()),
             io_depth: cli.io_depth.map_or(0, |n| n.get()),
@@ -152,7 +152,7 @@ impl Config {
             hold_early: (!has_command && !cli.quiet && cli.order == OrderArg::Parallel && cli.sort.is_none())
                 .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
             sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
-            max_results: cli.max_results(),
+            max_results: max_results(cli),
             quiet: cli.quiet,
             show_errors: cli.show_errors,
             null_separator: cli.print0,
@@ -164,10 +164,52 @@ impl Config {
     }
 }
 
+/// How pattern text is read.
+fn syntax(cli: &Cli) -> Syntax {
+    if cli.glob {
+        Syntax::Glob
+    } else if cli.exact {
+        Syntax::Exact
+    } else if cli.fixed_strings {
+        Syntax::Fixed
+    } else {
+        Syntax::Regex
+    }
+}
+
+/// `-u` once or more.
+fn unrestricted(cli: &Cli) -> bool {
+    cli.unrestricted > 0
+}
+
+fn max_depth(cli: &Cli) -> Option<usize> {
+    cli.max_depth.or(cli.exact_depth)
+}
+
+fn min_depth(cli: &Cli) -> Option<usize> {
+    cli.min_depth.or(cli.exact_depth)
+}
+
+/// `--max-results 0` means no limit, as in fd.
+fn max_results(cli: &Cli) -> Option<usize> {
+    cli.max_results
+        .filter(|&m| m > 0)
+        .or_else(|| cli.max_one_result.then_some(1))
+}
+
+/// The paths given, positional or `--search-path`; empty for the default.
+fn given_paths(cli: &Cli) -> &[PathBuf] {
+    if !cli.path.is_empty() {
+        &cli.path
+    } else {
+        &cli.search_path
+    }
+}
+
 /// The search paths that are directories (the others are reported and
 /// skipped), spelt for the walk.
 fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
-    let given = cli.given_paths();
+    let given = given_paths(cli);
     if given.is_empty() {
         let cwd = Path::new("./");
         if !paths::is_existing_dir(cwd) {
@@ -211,7 +253,7 @@ fn global_ignore_files() -> Vec<PathBuf> {
 /// The ignore filter fd's options ask for, and whether the walk should skip
 /// hidden entries by itself instead.
 fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
-    let u = cli.unrestricted();
+    let u = unrestricted(cli);
     let read_fdignore = !(cli.no_ignore || u);
     let read_vcs = !(cli.no_ignore || u || cli.no_ignore_vcs);
     let read_global = !(cli.no_ignore || u || cli.no_global_ignore_file);
