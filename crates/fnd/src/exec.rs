@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use fnd_walk::EntryRef;
 
 use crate::error::print_error;
 use crate::format::Template;
+use crate::found::Found;
 use crate::paths::{printed_prefix, PathStyle};
 
 /// Long help of `-x/--exec`.
@@ -275,7 +275,7 @@ pub struct ExecSender {
 
 impl ExecSender {
     /// Hand over one result of a chunk whose prefix is `chunk_prefix`.
-    pub fn entry(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8]) -> bool {
+    pub fn entry(&mut self, entry: &impl Found, chunk_prefix: &[u8]) -> bool {
         let sep = self.cfg.path_style.separator.as_deref();
         let prefix = printed_prefix(
             &self.cfg.path_style,

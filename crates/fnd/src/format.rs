@@ -14,8 +14,9 @@ use std::collections::HashMap;
 use std::io::Write as _;
 use std::sync::OnceLock;
 
-use fnd_walk::{EntryRef, FileType, Metadata};
+use fnd_walk::{FileType, Metadata};
 
+use crate::found::Found;
 use crate::paths::push_with_separator;
 
 /// What a placeholder stands for.
@@ -196,7 +197,7 @@ impl Template {
     }
 
     /// Append the rendering for an entry whose printed path is `prefix` + its name.
-    pub fn render(&self, entry: &EntryRef<'_>, prefix: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
+    pub fn render(&self, entry: &impl Found, prefix: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
         let mut meta: Option<Option<Metadata>> = None;
         let subject = Subject {
             prefix,
@@ -238,7 +239,7 @@ impl Template {
 
 /// The entry's metadata; with `-L`, a followed link's is its target's, as
 /// fd treats followed links as what they point to.
-fn metadata(entry: &EntryRef<'_>) -> Option<Metadata> {
+fn metadata(entry: &impl Found) -> Option<Metadata> {
     let followed = entry.file_type() == FileType::Symlink && entry.target_type() != FileType::Symlink;
     if followed {
         entry.metadata_follow()
@@ -390,11 +391,14 @@ fn file_stem(name: &[u8]) -> &[u8] {
 }
 
 /// A symlink's target as stored (`readlink`), nothing for other entries.
-fn push_link_target(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
+fn push_link_target(entry: &impl Found, out: &mut Vec<u8>) {
+    use std::os::unix::ffi::OsStringExt;
     if entry.file_type() != FileType::Symlink {
         return;
     }
-    if let Ok(target) = std::fs::read_link(entry.path()) {
+    let mut path = Vec::new();
+    entry.write_path(&mut path);
+    if let Ok(target) = std::fs::read_link(std::ffi::OsString::from_vec(path)) {
         out.extend_from_slice(target.as_os_str().as_encoded_bytes());
     }
 }

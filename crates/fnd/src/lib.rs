@@ -14,6 +14,7 @@ pub mod escape;
 pub mod exec;
 pub mod filter;
 pub mod format;
+pub mod found;
 pub mod generate;
 pub mod hyperlink;
 pub mod listing;

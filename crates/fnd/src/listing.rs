@@ -10,11 +10,11 @@
 //! path text (`./` stripping, `--path-separator`) is `PathStyle`'s.
 
 use fnd_output::Buffer;
-use fnd_walk::EntryRef;
 
 use crate::color::{Colors, Painter};
 use crate::escape::push_escaped;
 use crate::format::Template;
+use crate::found::Found;
 use crate::hyperlink::Hyperlinks;
 use crate::paths::{printed_prefix, push_with_separator, PathStyle};
 
@@ -68,7 +68,7 @@ impl<'a> Listing<'a> {
     /// Print one entry of a chunk whose prefix is `prefix`. False when
     /// output is gone and the walk should stop.
     #[inline]
-    pub fn entry(&mut self, entry: &EntryRef<'_>, prefix: &[u8]) -> bool {
+    pub fn entry(&mut self, entry: &impl Found, prefix: &[u8]) -> bool {
         let is_dir = entry.target_type().is_dir();
         if self.plain {
             let buf = self.out.bytes();
@@ -82,7 +82,7 @@ impl<'a> Listing<'a> {
         self.out.end_record()
     }
 
-    fn entry_styled(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8], is_dir: bool) {
+    fn entry_styled(&mut self, entry: &impl Found, chunk_prefix: &[u8], is_dir: bool) {
         let cfg = self.cfg;
         let buf = self.out.bytes();
         if let Some(links) = &cfg.hyperlinks {
