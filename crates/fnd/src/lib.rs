@@ -21,6 +21,7 @@ pub mod listing;
 pub mod paths;
 pub mod pattern;
 pub mod results;
+pub mod select;
 pub mod walk;
 
 use std::process::ExitCode;

@@ -1,6 +1,7 @@
 //! The search: one walk whose filter decides, on the reading thread, what
-//! is a result (ignore rules, then name, then type/size/time/owner) and
-//! where to descend; the visitor only writes results.
+//! is a result (ignore rules, then the `Selection`: name, then
+//! type/size/time/owner) and where to descend; the visitor only writes
+//! results.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,51 +15,15 @@ use crate::cli::SortArg;
 use crate::config::Config;
 use crate::early::{EarlyResults, Offer};
 use crate::error::{print_error, Outcome};
-use crate::filter::{Candidate, EntryFilters};
-use crate::pattern::NameMatcher;
 use crate::results::{ResultWriter, Sink};
+use crate::select::Selection;
 
 /// The walk's filter: ignore rules first, then the search criteria.
 struct Finder {
     ignore: Option<IgnoreFilter>,
-    matcher: NameMatcher,
-    /// Tells this finder's matcher apart from another's in `MATCHING`.
-    id: usize,
-    filters: EntryFilters,
-    follow: bool,
+    selection: Selection,
     min_depth: usize,
     prune: bool,
-}
-
-/// What a reading thread keeps between entries: the path built for `-p`,
-/// and its own clone of the finder's matcher. A regex shares one cache pool
-/// between all the threads that use it, and a thread other than the
-/// first takes a lock on every match: a regex search of a 60k-entry tree
-/// spent 14.3 ms of user time with two threads against 10.2 ms with one.
-/// A clone has a pool of its own.
-#[derive(Default)]
-struct Matching {
-    scratch: Vec<u8>,
-    matcher: Option<(usize, NameMatcher)>,
-}
-
-thread_local! {
-    static MATCHING: std::cell::RefCell<Matching> = std::cell::RefCell::default();
-}
-
-static FINDERS: AtomicUsize = AtomicUsize::new(0);
-
-impl Finder {
-    fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        let name_ok = MATCHING.with_borrow_mut(|Matching { scratch, matcher }| {
-            let matcher = match matcher {
-                Some((id, m)) if *id == self.id => m,
-                _ => &matcher.insert((self.id, self.matcher.clone())).1,
-            };
-            matcher.matches(entry.parent_prefix, entry.name, scratch)
-        });
-        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
-    }
 }
 
 impl EntryFilter for Finder {
@@ -79,7 +44,7 @@ impl EntryFilter for Finder {
             // Shallower than --min-depth: never a result, never pruned.
             return base;
         }
-        if self.is_result(entry) {
+        if self.selection.is_result(entry) {
             Decision {
                 emit: true,
                 descend: base.descend && !self.prune,
@@ -221,14 +186,12 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     for root in &roots[1..] {
         builder = builder.add_root(root);
     }
-    let needs_finder = ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
+    let selection = Selection::new(cfg.matcher.clone(), cfg.filters.clone(), cfg.follow);
+    let needs_finder = ignore.is_some() || !selection.selects_all() || cfg.prune;
     let finder = needs_finder.then(|| {
         Arc::new(Finder {
             ignore,
-            matcher: cfg.matcher.clone(),
-            id: FINDERS.fetch_add(1, Ordering::Relaxed),
-            filters: cfg.filters.clone(),
-            follow: cfg.follow,
+            selection,
             min_depth: cfg.min_depth,
             prune: cfg.prune,
         }) as Arc<dyn EntryFilter>
