@@ -1,58 +1,40 @@
-//! From parsed options to what the walk needs, checked in fd's order (base
-//! directory, search paths, patterns, filters), so the first error reported
-//! is the one fd would report.
+//! From parsed options to what the search and the sink need, checked in
+//! fd's order (base directory, search paths, patterns, filters), so the
+//! first error reported is the one fd would report.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter};
 use fnd_walk::{Order, Sort};
 
 use crate::cli::{Cli, OrderArg, SortArg, StripCwdWhen};
+use crate::color::Colors;
 use crate::error::print_error;
+use crate::exec::ExecConfig;
 use crate::filter::{EntryFilters, TimeLimit, TypeFilter};
+use crate::format::Template;
+use crate::hyperlink::Hyperlinks;
+use crate::listing::ListingConfig;
 use crate::paths::{self, PathStyle};
 use crate::pattern::{self, NameMatcher, Syntax};
+use crate::results::Output;
+use crate::search::{MetadataKey, Search};
+use crate::select::Selection;
 
-/// Everything a search needs, resolved.
+/// Everything a run needs, resolved: what to search, and what becomes of
+/// the results.
 pub struct Config {
-    pub roots: Vec<PathBuf>,
-    pub matcher: NameMatcher,
-    pub filters: EntryFilters,
-    /// Hidden entries and ignore files; `None` when neither applies (or
-    /// hidden entries alone are skipped, which the walk does for free).
-    pub ignore: Option<IgnoreFilter>,
-    /// Skip hidden entries in the walk itself (no ignore filter needed).
-    pub skip_hidden: bool,
-    pub follow: bool,
-    pub one_file_system: bool,
-    pub min_depth: usize,
-    pub max_depth: Option<usize>,
-    pub prune: bool,
-    pub threads: usize,
-    /// Most reads in flight on a slow file system (0: the engine's default).
-    pub io_depth: usize,
-    pub order: Order,
-    pub sort: Option<Sort>,
-    /// How long results are held back at first, to be printed sorted if the
-    /// search ends by then, as fd does (not with a command, an explicit
-    /// order or sort).
-    pub hold_early: Option<std::time::Duration>,
-    /// `--sort size|mtime`: the key each directory's entries are written in.
-    pub sort_by_metadata: Option<SortArg>,
-    pub max_results: Option<usize>,
-    pub quiet: bool,
-    pub show_errors: bool,
-    pub null_separator: bool,
-    pub path_style: PathStyle,
+    pub search: Search,
+    pub output: Output,
 }
 
 /// A fatal error: its message (printed as `[fnd error]: …`, exit 1).
 pub type Fatal = String;
 
 impl Config {
-    /// `has_command`: results feed a command (`-x`/`-X`/`-l`), which keeps
-    /// the `./` prefix by default, as `-0` does.
-    pub fn new(cli: &Cli, has_command: bool) -> Result<Config, Fatal> {
+    pub fn new(cli: &Cli) -> Result<Config, Fatal> {
         if let Some(base) = &cli.base_directory {
             if !paths::is_existing_dir(base) {
                 return Err(format!(
@@ -124,18 +106,23 @@ impl Config {
             (OrderArg::Dfs, _) | (OrderArg::Parallel, Some(_)) => Order::DepthFirst,
             (OrderArg::Parallel, None) => Order::Parallel,
         };
+        // Results that feed a command keep their `./` by default, as with `-0`.
+        let has_command = cli.commands.config.is_some() || cli.list_details;
         let strip_when = cli.strip_cwd_prefix.unwrap_or(StripCwdWhen::Auto);
-        let no_paths_given = given_paths(cli).is_empty();
-        let strip_cwd_prefix = no_paths_given
+        let strip_cwd_prefix = given_paths(cli).is_empty()
             && match strip_when {
                 StripCwdWhen::Auto => !(cli.print0 || has_command),
                 StripCwdWhen::Always => true,
                 StripCwdWhen::Never => false,
             };
-        Ok(Config {
+        let path_style = PathStyle {
+            strip_cwd_prefix,
+            separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()),
+        };
+        let threads = cli.threads.map_or(0, |n| n.get());
+        let search = Search {
             roots,
-            matcher,
-            filters,
+            selection: Selection::new(matcher, filters, cli.follow),
             ignore,
             skip_hidden,
             follow: cli.follow,
@@ -143,24 +130,60 @@ impl Config {
             min_depth: min_depth(cli).unwrap_or(0).max(1),
             max_depth: max_depth(cli),
             prune: cli.prune,
-            threads: cli.threads.map_or(0, |n| n.get()),
+            threads,
             io_depth: cli.io_depth.map_or(0, |n| n.get()),
             order,
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.
             sort: cli.sort.map(|_| Sort::Name),
             hold_early: (!has_command && !cli.quiet && cli.order == OrderArg::Parallel && cli.sort.is_none())
-                .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
-            sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
+                .then(|| Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
+            sort_by_metadata: match cli.sort {
+                Some(SortArg::Size) => Some(MetadataKey::Size),
+                Some(SortArg::Mtime) => Some(MetadataKey::Mtime),
+                Some(SortArg::Name) | None => None,
+            },
             max_results: max_results(cli),
             quiet: cli.quiet,
             show_errors: cli.show_errors,
-            null_separator: cli.print0,
-            path_style: PathStyle {
-                strip_cwd_prefix,
-                separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()),
-            },
+        };
+        Ok(Config {
+            search,
+            output: output(cli, threads, path_style),
         })
+    }
+}
+
+/// `-x`/`-X`/`-l` run commands; anything else prints, as the options say.
+fn output(cli: &Cli, threads: usize, path_style: PathStyle) -> Output {
+    let terminal = std::io::stdout().is_terminal();
+    let colored = cli.color.enabled(terminal);
+    let exec = if let Some(exec) = &cli.commands.config {
+        Some(exec.clone())
+    } else if cli.list_details {
+        Some(ExecConfig::list_details(colored))
+    } else {
+        None
+    };
+    match exec {
+        Some(mut exec) => {
+            exec.batch_size = cli.batch_size;
+            if threads > 0 {
+                exec.threads = threads;
+            }
+            exec.null_separator = cli.print0;
+            exec.path_style = path_style;
+            Output::Exec(exec)
+        }
+        None => Output::Print(ListingConfig {
+            terminator: if cli.print0 { b'\0' } else { b'\n' },
+            path_style,
+            // fd prints --format output uncoloured.
+            colors: (colored && cli.format.is_none()).then(Colors::from_env),
+            hyperlinks: cli.hyperlink.enabled(colored).then(Hyperlinks::new),
+            escape: terminal,
+            format: cli.format.as_deref().map(Template::parse),
+        }),
     }
 }
 

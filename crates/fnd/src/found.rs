@@ -1,10 +1,12 @@
-//! A result as everything after the search sees it.
+//! A result as everything after the search sees it, and where results go.
 //!
 //! The formats, colours, hyperlinks and commands ask a result only what
 //! [`Found`] offers: its name, types, depth, path and metadata on demand.
 //! The walk's entries ([`EntryRef`]) are results; entries read from
 //! elsewhere (an index of the tree, say) can be too, and are then printed,
-//! formatted and handed to commands exactly as the walk's.
+//! formatted and handed to commands exactly as the walk's. A search hands
+//! its results to an [`Emit`], one per thread, and does not know whether
+//! they are printed or run, nor where the bytes go.
 
 use std::io;
 
@@ -67,4 +69,16 @@ impl Found for EntryRef<'_> {
     fn write_path(&self, out: &mut Vec<u8>) {
         EntryRef::write_path(self, out)
     }
+}
+
+/// One thread's way out for results: printed, or handed to commands.
+pub trait Emit {
+    /// One result; `prefix` is the text before its name in its path (the
+    /// parent's path and `/`, empty for a root). False when output is gone
+    /// and the search should stop.
+    fn emit(&mut self, entry: &impl Found, prefix: &[u8]) -> bool;
+
+    /// Write out what is buffered (before an error message, say); false
+    /// when output is gone.
+    fn flush(&mut self) -> bool;
 }
