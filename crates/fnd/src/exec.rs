@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
+use fnd_output::Writer;
 
 use crate::error::print_error;
 use crate::format::Template;
@@ -217,7 +218,9 @@ pub struct Executor {
 }
 
 impl Executor {
-    pub fn start(cfg: ExecConfig) -> Executor {
+    /// Start the threads that run commands; the output of `-x` commands
+    /// run by more than one thread goes to `out`, each result's whole.
+    pub fn start(cfg: ExecConfig, out: Writer) -> Executor {
         let cfg = Arc::new(cfg);
         // As many runners as walking threads, and never more than the walk
         // itself would start (`-j 100000` must not spawn 100000 threads).
@@ -229,12 +232,12 @@ impl Executor {
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
         let runners = (0..runners)
             .map(|_| {
-                let (cfg, rx) = (cfg.clone(), rx.clone());
+                let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
                 std::thread::spawn(move || {
                     if cfg.batch {
                         run_batches(&cfg, rx)
                     } else {
-                        run_each(&cfg, rx)
+                        run_each(&cfg, rx, &out)
                     }
                 })
             })
@@ -368,19 +371,19 @@ fn find_program(program: &OsStr, search_path: &OsStr) -> Option<PathBuf> {
     None
 }
 
-fn run_each(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
+fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &Writer) -> bool {
     let buffered = cfg.threads > 1;
     let mut programs = Programs::new();
     let mut ok = true;
     for job in rx {
-        ok &= run_commands(&job, &mut programs, buffered, cfg.null_separator);
+        ok &= run_commands(&job, &mut programs, buffered, cfg.null_separator, out);
     }
     ok
 }
 
 /// Run one result's commands in order, stopping at the first that fails;
 /// their output is written together, after the last.
-fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separator: bool) -> bool {
+fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separator: bool, out: &Writer) -> bool {
     let mut outputs = Vec::new();
     let mut ok = true;
     for argv in job {
@@ -402,32 +405,33 @@ fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separat
                 }
             }
             Err(e) => {
-                write_outputs(&outputs, null_separator);
+                write_outputs(&outputs, null_separator, out);
                 report_spawn_error(Some(&argv[0]), &e);
                 return false;
             }
         }
     }
-    write_outputs(&outputs, null_separator);
+    write_outputs(&outputs, null_separator, out);
     ok
 }
 
-fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool) {
+/// One result's commands' output, in order, to `out` and stderr. Once
+/// output is gone the rest is dropped, and the commands' exit statuses
+/// alone decide fnd's, as in fd.
+fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool, out: &Writer) {
     if outputs.iter().all(|(o, e)| o.is_empty() && e.is_empty()) && !null_separator {
         return;
     }
-    // Holding both locks keeps one result's output together.
-    let mut stdout = io::stdout().lock();
+    // Every runner takes the stderr lock first: holding it keeps one
+    // result's output together.
     let mut stderr = io::stderr().lock();
-    for (out, err) in outputs {
-        let _ = stdout.write_all(out);
-        let _ = stdout.flush();
-        let _ = stderr.write_all(err);
+    for (stdout_bytes, stderr_bytes) in outputs {
+        out.write_all(stdout_bytes);
+        let _ = stderr.write_all(stderr_bytes);
     }
     if null_separator {
-        let _ = stdout.write_all(b"\0");
+        out.write_all(b"\0");
     }
-    let _ = stdout.flush();
 }
 
 /// One batch command being filled.

@@ -1,7 +1,7 @@
-//! Where results go: printed (plain, coloured, `--format`) to one
-//! [`Writer`] (stdout, for the command), or handed to commands (`-x`, `-X`,
-//! `-l`). A search asks the [`Sink`] for one [`ResultWriter`] per thread
-//! and does not care which.
+//! Where results go: printed (plain, coloured, `--format`) or handed to
+//! commands (`-x`, `-X`, `-l`), as bytes to one [`Writer`] (stdout, for
+//! the command). A search asks the [`Sink`] for one [`ResultWriter`] per
+//! thread and does not care which.
 
 use fnd_output::{Buffer, Writer};
 
@@ -32,11 +32,13 @@ enum Target {
 }
 
 impl Sink {
-    /// Results handled as `output` says, printed records written to `out`.
-    /// Starts the threads that run commands.
+    /// Results handled as `output` says, their bytes written to `out`:
+    /// printed records, and the output of each `-x` command run with more
+    /// than one thread (a lone runner's command, and `-X`'s, write to the
+    /// process's stdout themselves). Starts the threads that run commands.
     pub fn new(output: Output, out: Writer) -> Sink {
         let target = match output {
-            Output::Exec(exec) => Target::Exec(Executor::start(exec)),
+            Output::Exec(exec) => Target::Exec(Executor::start(exec, out.clone())),
             Output::Print(cfg) => {
                 // `escape` is set for a terminal.
                 if cfg.escape && (cfg.colors.is_some() || cfg.hyperlinks.is_some()) {
