@@ -5,8 +5,8 @@
 //! the way the command uses them. It is not a stable API: to walk trees
 //! from Rust, use `fnd-walk`.
 //!
-//! The modules are in layers, each using only those below it, in the order
-//! results travel:
+//! The modules are in layers, each using only those below it (checked by
+//! `tests/layers.rs`), in the order results travel:
 //! 1. `escape`, `found`, `paths`: terminal escaping; what a result is to
 //!    everything after the search ([`found::Found`]) and where results go
 //!    ([`found::Emit`]); how paths are spelt.
