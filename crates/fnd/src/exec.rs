@@ -6,12 +6,9 @@
 //! needs the entry's directory, which only that thread holds open) and sent
 //! over a channel to the threads that run the commands.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStringExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -316,78 +313,22 @@ fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
     }
 }
 
-/// Programs found along `PATH`, each looked up once. Spawned by name, a
-/// child tries `execve` in each `PATH` directory in turn (11 failed tries
-/// for `echo` here); giving it the path found saved 2% of `-x echo` over
-/// 32 results on src.
-struct Programs {
-    search_path: Option<OsString>,
-    found: HashMap<OsString, Option<PathBuf>>,
-}
-
-impl Programs {
-    fn new() -> Programs {
-        Programs {
-            search_path: std::env::var_os("PATH"),
-            found: HashMap::new(),
-        }
-    }
-
-    /// A command for `program`, which still sees its name as `argv[0]`.
-    fn command(&mut self, program: &OsStr) -> Command {
-        let search_path = self.search_path.as_deref();
-        let found = self
-            .found
-            .entry(program.to_owned())
-            .or_insert_with(|| find_program(program, search_path?));
-        match found {
-            Some(path) => {
-                let mut cmd = Command::new(path);
-                cmd.arg0(program);
-                cmd
-            }
-            None => Command::new(program),
-        }
-    }
-}
-
-/// The file `execvp` would run for `program`, where that is plain: `None`
-/// for a name with a `/`, and when a relative `PATH` entry comes first (the
-/// child then searches as before).
-fn find_program(program: &OsStr, search_path: &OsStr) -> Option<PathBuf> {
-    if program.is_empty() || program.as_bytes().contains(&b'/') {
-        return None;
-    }
-    for dir in std::env::split_paths(search_path) {
-        if !dir.is_absolute() {
-            return None;
-        }
-        let candidate = dir.join(program);
-        let executable = rustix::fs::access(&candidate, rustix::fs::Access::EXEC_OK).is_ok();
-        if executable && std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
-            return Some(candidate);
-        }
-    }
-    None
-}
-
 fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &Writer) -> bool {
     let buffered = cfg.threads > 1;
-    let mut programs = Programs::new();
     let mut ok = true;
     for job in rx {
-        ok &= run_commands(&job, &mut programs, buffered, cfg.null_separator, out);
+        ok &= run_commands(&job, buffered, cfg.null_separator, out);
     }
     ok
 }
 
 /// Run one result's commands in order, stopping at the first that fails;
 /// their output is written together, after the last.
-fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separator: bool, out: &Writer) -> bool {
+fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &Writer) -> bool {
     let mut outputs = Vec::new();
     let mut ok = true;
     for argv in job {
-        let mut cmd = programs.command(&argv[0]);
+        let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         let result = if buffered {
             cmd.output()
@@ -548,31 +489,6 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn programs_are_found_as_execvp_finds_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let (first, second) = (dir.path().join("a"), dir.path().join("b"));
-        for d in [&first, &second] {
-            std::fs::create_dir(d).unwrap();
-        }
-        let write = |path: PathBuf, mode: u32| {
-            std::fs::write(&path, "#!/bin/sh\n").unwrap();
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
-        };
-        write(first.join("tool"), 0o644);
-        write(second.join("tool"), 0o755);
-        std::fs::create_dir(first.join("dir")).unwrap();
-        write(second.join("dir"), 0o755);
-        let search = std::env::join_paths([&first, &second]).unwrap();
-        let find = |p: &str| find_program(OsStr::new(p), &search);
-        assert_eq!(find("tool"), Some(second.join("tool")), "not executable: skipped");
-        assert_eq!(find("dir"), Some(second.join("dir")), "a directory: skipped");
-        assert_eq!(find("none"), None);
-        assert_eq!(find("a/tool"), None);
-        let relative_first = std::env::join_paths([PathBuf::from("rel"), second.clone()]).unwrap();
-        assert_eq!(find_program(OsStr::new("tool"), &relative_first), None);
     }
 
     #[test]
