@@ -1,9 +1,44 @@
-# Shared by the benchmark scripts (sourced, not run, first thing after
-# `set -euo pipefail`). Sets $repo (the checkout) and $script (the name
-# messages start with).
+# Shared by the benchmark scripts: sourced (not run) first thing after
+# `set -euo pipefail`. A new script needs only what is below; see run.sh
+# for a whole one in a few lines.
+#
+# Sets: $repo (the checkout), $script (the name messages start with),
+#   $bin (target/bench: the C helpers), $work (a scratch directory,
+#   removed on exit).
+# Options and trees:
+#   parse_options "$@"      --runs N, --dir DIR, -h/--help, TREE... (a
+#                           script's own options through own_option)
+#   tree_path TREE          a preset name (made once under $dir) or a path
+#   make_tree NAME          a preset of bench/mktree.py under $dir, made once
+# Tools:
+#   require TOOL...         exit saying how to install the ones missing
+#   find_tool NAME [HINT]   an anchor build (../shared/anchors) or NAME on
+#                           PATH; a note on stderr, and status 1, when absent
+#   release_binary NAME [GIVEN [CARGO_ARG...]]   our binary, built --release
+#   build_helpers NAME...   bench/NAME.c compiled into $bin
+# Timing and tables:
+#   time_commands DIR JSON HYPERFINE_ARG...   one hyperfine run in DIR (-N)
+#   ratios JSON [--ref LABEL | --ref-fastest-except PREFIXES] [RSS_KIB...]
+#                           medians as ratios to a reference (bench/table.py)
+#   peak_rss DIR COMMAND    KiB, the command's output drained by topipe
+#   machine, tree_header NAME TREE, load, at_exit COMMAND
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 script=${0##*/}
+bin=$repo/target/bench
+
+# at_exit COMMAND: run COMMAND (one line, eval'd) when the script ends.
+exit_commands=()
+at_exit() {
+    exit_commands+=("$*")
+}
+run_exit_commands() {
+    local command
+    for command in "${exit_commands[@]}"; do eval "$command" || true; done
+}
+trap run_exit_commands EXIT
+work=$(mktemp -d /tmp/fnd-bench-XXXXXX)
+at_exit rm -rf "$work"
 
 # parse_options "$@": the options every script takes.
 #   --runs N    $runs: timed runs per command (empty: the script's default)
@@ -58,10 +93,30 @@ require() {
     exit 1
 }
 
-# build_helpers NAME...: bench/NAME.c compiled into $bin/NAME
-# ($bin: target/bench in the checkout).
+# find_tool NAME [HINT]: the path of a tool to compare with. The builds in
+# $FND_ANCHORS (default ../shared/anchors beside the checkout: bfs 4.1.4,
+# mpi/bin/dwalk, dfind, pfind) come first, then ~/.cargo/bin (where `cargo
+# install` puts fd, diskus, pdu, dust, dua), then PATH.
+# When there is none, says so on stderr (with HINT, how to install it) and
+# returns 1: the caller leaves it out of the table.
+find_tool() {
+    local name=$1 hint=${2:+; $2} anchors=${FND_ANCHORS:-$repo/../shared/anchors} candidate
+    for candidate in "$anchors/$name" "$anchors/mpi/bin/$name"; do
+        if [ -f "$candidate" ] && [ -x "$candidate" ]; then
+            realpath "$candidate"
+            return
+        fi
+    done
+    if candidate=$(PATH=$HOME/.cargo/bin:$PATH command -v "$name"); then
+        echo "$candidate"
+        return
+    fi
+    echo "note: $name not found (in $anchors or on PATH$hint); left out" >&2
+    return 1
+}
+
+# build_helpers NAME...: bench/NAME.c compiled into $bin.
 build_helpers() {
-    bin=$repo/target/bench
     mkdir -p "$bin"
     local name
     for name; do
@@ -73,12 +128,26 @@ load() {
     cut -d' ' -f1-3 /proc/loadavg
 }
 
-# release_binary NAME [GIVEN]: GIVEN as an absolute path when set, else
-# NAME built here with cargo --release.
+# machine: one line on the machine and the file system the trees are on.
+machine() {
+    mkdir -p "$dir"
+    echo "machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB, kernel $(uname -r), trees on $(df -T "$dir" | awk 'NR==2 {print $2}')"
+}
+
+# tree_header NAME TREE: the line before a tree's table.
+tree_header() {
+    echo
+    echo "== $1 ($2), load average: $(load)"
+}
+
+# release_binary NAME [GIVEN [CARGO_ARG...]]: GIVEN as an absolute path
+# when set, else NAME built here with cargo --release (and CARGO_ARGs, such
+# as --features mpi).
 release_binary() {
     local name=$1 given=${2:-}
+    shift $(($# < 2 ? $# : 2))
     if [ -z "$given" ]; then
-        (cd "$repo" && cargo build --release --quiet -p "$name")
+        (cd "$repo" && cargo build --release --quiet -p "$name" "$@")
         given=${CARGO_TARGET_DIR:-$repo/target}/release/$name
     fi
     # The commands run inside each tree, so relative paths would break.
@@ -91,10 +160,48 @@ release_binary() {
 make_tree() {
     local tree=$dir/$1
     if [ ! -e "$tree" ]; then
+        mkdir -p "$dir"
         echo "making $1 in $tree (once; big trees take minutes)" >&2
         rm -rf "$tree.partial"
         python3 "$repo/bench/mktree.py" "$1" "$tree.partial"
         mv "$tree.partial" "$tree"
     fi
     echo "$tree"
+}
+
+# tree_path TREE: a path (it has a '/') as it is, else the preset of that
+# name under $dir (made once).
+tree_path() {
+    case $1 in
+        */*)
+            [ -d "$1" ] || { echo "$script: no directory $1" >&2; exit 1; }
+            realpath "$1" ;;
+        *) make_tree "$1" ;;
+    esac
+}
+
+# time_commands DIR JSON HYPERFINE_ARG...: one hyperfine run (-N: no shell)
+# in DIR, its results in JSON for `ratios`; hyperfine's own report is not
+# shown.
+time_commands() {
+    local in=$1 json=$2
+    shift 2
+    (cd "$in" && hyperfine -N --export-json "$json" "$@" >/dev/null)
+}
+
+# ratios JSON [OPTION...] [RSS_KIB...]: each command's median as a ratio to
+# the reference, with its CPU time and peak RSS (see bench/table.py: the
+# first command is the reference unless --ref-fastest-except says otherwise).
+ratios() {
+    python3 "$repo/bench/table.py" "$@"
+}
+
+# peak_rss DIR COMMAND: the command's peak RSS in KiB, run once in DIR with
+# its output drained by topipe (needs build_helpers topipe) and its stderr
+# (progress bars) dropped; '-' when it fails.
+peak_rss() {
+    local in=$1 rss_file=$work/rss
+    shift
+    # shellcheck disable=SC2086 # the command line is split into words on purpose
+    if (cd "$in" && "$bin/topipe" -r "$rss_file" $* 2>/dev/null); then cat "$rss_file"; else echo -; fi
 }

@@ -3,11 +3,12 @@
 # bfs's equivalent, on the src and million trees.
 #
 # Usage: bench/search.sh [--runs N] [--dir DIR] [TREE...]
-#   TREE      presets of bench/mktree.py (default: src million)
+#   TREE      presets of bench/mktree.py (default: src million), or paths
 #   --dir DIR where the trees are made and reused (default $FND_BENCH_DIR,
 #             else /tmp/fnd-bench; bench/run.sh makes them the same way)
 #   --runs N  timed runs per command (default 10)
-# Environment: FND (the fnd binary; default: built here with cargo --release).
+# Environment: FND (the fnd binary; default: built here with cargo --release),
+# FND_ANCHORS (where bfs is looked for before PATH; default ../shared/anchors).
 #
 # Cases: a regex ('[0-9]\.rs$'), -e rs, -t l, -S +1k (needs a stat per
 # file), -x echo and -X echo on a small result set (^walk_tree: ~30 files on
@@ -23,36 +24,32 @@ parse_options "$@"
 runs=${runs:-10}
 [ ${#trees[@]} -gt 0 ] || trees=(src million)
 require hyperfine python3 cc fd
-has_bfs=false
-command -v bfs >/dev/null && has_bfs=true || echo "note: bfs not found (apt-get install bfs); left out" >&2
+fd=$(find_tool fd)
+bfs=$(find_tool bfs "apt-get install bfs") || bfs=
 
-mkdir -p "$dir"
 build_helpers topipe
 FND=$(release_binary fnd "${FND:-}")
 
 # case name, fnd/fd arguments, bfs arguments ('' when bfs has no equivalent)
 run_case() {
-    local name=$1 args=$2 bfs_args=$3 json
-    local cmds=(-n "fd $args" "$bin/topipe fd $args" -n "fnd $args" "$bin/topipe $FND $args")
-    if $has_bfs && [ -n "$bfs_args" ]; then
-        cmds+=(-n "bfs $bfs_args" "$bin/topipe bfs . $bfs_args")
+    local name=$1 args=$2 bfs_args=$3
+    local cmds=(-n "fd $args" "$bin/topipe $fd $args" -n "fnd $args" "$bin/topipe $FND $args")
+    if [ -n "$bfs" ] && [ -n "$bfs_args" ]; then
+        cmds+=(-n "bfs $bfs_args" "$bin/topipe $bfs . $bfs_args")
     fi
-    json=$(mktemp /tmp/fnd-search-XXXXXX.json)
     echo
     echo "-- $name"
-    hyperfine -N --style none --warmup 2 --runs "$runs" --export-json "$json" "${cmds[@]}" >/dev/null
-    python3 "$repo/bench/table.py" --ref fd "$json"
-    rm -f "$json"
+    time_commands . "$work/times.json" --style none --warmup 2 --runs "$runs" "${cmds[@]}"
+    ratios --ref fd "$work/times.json"
 }
 
 for name in "${trees[@]}"; do
-    tree=$(make_tree "$name")
+    tree=$(tree_path "$name")
     cd "$tree"
     # The first file (in name order) three levels down: a target for -1.
     deep=$(find . -mindepth 3 -maxdepth 3 -type f | LC_ALL=C sort | head -1)
     deep=${deep##*/}
-    echo
-    echo "== $name ($tree), load average: $(load)"
+    tree_header "$name" "$tree"
     # hyperfine -N splits words like a shell (quotes, backslashes) but runs no shell.
     run_case regex "-u '[0-9]\.rs\$'" "-regex '.*[0-9]\.rs'"
     run_case extension "-u -e rs" "-name *.rs"

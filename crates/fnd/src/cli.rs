@@ -2,11 +2,21 @@
 //! `--order` and `--sort`. Every flag may appear anywhere and more than once;
 //! the last occurrence wins (`args_override_self`), and `--no-…` twins undo
 //! their flag.
+//!
+//! This only parses, into clap's types and plain values; a value that clap
+//! checks (a size, an owner, a command) is parsed by the module it belongs
+//! to. What the options mean together is `config`'s to work out.
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use clap::{ArgAction, Parser, ValueEnum};
+
+use crate::color::ColorWhen;
+use crate::exec::ExecArgs;
+use crate::filter::{OwnerFilter, SizeLimit, TypeArg};
+use crate::format::FORMAT_HELP;
+use crate::hyperlink::HyperlinkWhen;
 
 /// Traversal order of `--order`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -27,29 +37,6 @@ pub enum SortArg {
     Name,
     Size,
     Mtime,
-}
-
-/// Entry types of `-t/--type`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TypeArg {
-    #[value(alias = "f")]
-    File,
-    #[value(alias = "d", alias = "dir")]
-    Directory,
-    #[value(alias = "l")]
-    Symlink,
-    #[value(alias = "b")]
-    BlockDevice,
-    #[value(alias = "c")]
-    CharDevice,
-    #[value(alias = "x")]
-    Executable,
-    #[value(alias = "e")]
-    Empty,
-    #[value(alias = "s")]
-    Socket,
-    #[value(alias = "p")]
-    Pipe,
 }
 
 /// When `--strip-cwd-prefix` strips `./`.
@@ -216,8 +203,8 @@ pub struct Cli {
     ///
     /// '+' means at least, '-' at most, neither exactly. Units are case-insensitive:
     /// k, m, g, t are powers of 1000, ki, mi, gi, ti powers of 1024. Only files match.
-    #[arg(short = 'S', long, value_name = "size", allow_hyphen_values = true, value_parser = crate::filter::SizeLimit::parse)]
-    pub size: Vec<crate::filter::SizeLimit>,
+    #[arg(short = 'S', long, value_name = "size", allow_hyphen_values = true, value_parser = SizeLimit::parse)]
+    pub size: Vec<SizeLimit>,
 
     /// Only entries modified after this (duration like 10h or 2weeks, or a date).
     ///
@@ -234,8 +221,8 @@ pub struct Cli {
     pub changed_before: Option<String>,
 
     /// Filter by owning user and/or group: [(user|uid)][:(group|gid)], '!' negates.
-    #[arg(short = 'o', long, value_name = "user:group", value_parser = crate::filter::OwnerFilter::parse)]
-    pub owner: Option<crate::filter::OwnerFilter>,
+    #[arg(short = 'o', long, value_name = "user:group", value_parser = OwnerFilter::parse)]
+    pub owner: Option<OwnerFilter>,
 
     /// Add a custom ignore file in '.gitignore' format (low precedence).
     #[arg(long, value_name = "path", hide_short_help = true)]
@@ -243,12 +230,12 @@ pub struct Cli {
 
     /// Print results according to template
     #[arg(long, value_name = "fmt", conflicts_with = "list_details",
-          long_help = crate::format::FORMAT_HELP)]
+          long_help = FORMAT_HELP)]
     pub format: Option<String>,
 
     /// `-x/--exec` and `-X/--exec-batch` (each may be given more than once).
     #[command(flatten)]
-    pub commands: crate::exec::ExecArgs,
+    pub commands: ExecArgs,
 
     /// Maximum number of arguments to pass to the command given with -X. If the number of
     /// results is greater than the given size, the command given with -X is run again with
@@ -267,9 +254,9 @@ pub struct Cli {
     pub batch_size: usize,
 
     /// Declare when to use color for the pattern match output
-    #[arg(short = 'c', long, value_enum, default_value_t = crate::color::ColorWhen::Auto, value_name = "when",
+    #[arg(short = 'c', long, value_enum, default_value_t = ColorWhen::Auto, value_name = "when",
           help = "When to use colors", long_help)]
-    pub color: crate::color::ColorWhen,
+    pub color: ColorWhen,
 
     /// Add a terminal hyperlink to a file:// url for each path in the output.
     ///
@@ -277,9 +264,9 @@ pub struct Cli {
     ///
     /// This doesn't do anything for --exec and --exec-batch.
     #[arg(long, alias = "hyper", value_name = "when", require_equals = true, value_enum,
-          default_value_t = crate::hyperlink::HyperlinkWhen::Never, default_missing_value = "auto",
+          default_value_t = HyperlinkWhen::Never, default_missing_value = "auto",
           num_args = 0..=1, help = "Add hyperlinks to output paths")]
-    pub hyperlink: crate::hyperlink::HyperlinkWhen,
+    pub hyperlink: HyperlinkWhen,
 
     /// Skip directories that contain an entry of this name.
     #[arg(long, value_name = "name")]
@@ -370,35 +357,4 @@ pub struct Cli {
     /// (beyond fd; implies a single thread).
     #[arg(long, value_enum, value_name = "key", hide_short_help = true)]
     pub sort: Option<SortArg>,
-}
-
-impl Cli {
-    /// `-u` once or more.
-    pub fn unrestricted(&self) -> bool {
-        self.unrestricted > 0
-    }
-
-    pub fn max_depth(&self) -> Option<usize> {
-        self.max_depth.or(self.exact_depth)
-    }
-
-    pub fn min_depth(&self) -> Option<usize> {
-        self.min_depth.or(self.exact_depth)
-    }
-
-    /// `--max-results 0` means no limit, as in fd.
-    pub fn max_results(&self) -> Option<usize> {
-        self.max_results
-            .filter(|&m| m > 0)
-            .or_else(|| self.max_one_result.then_some(1))
-    }
-
-    /// The paths given, positional or `--search-path`; empty for the default.
-    pub fn given_paths(&self) -> &[PathBuf] {
-        if !self.path.is_empty() {
-            &self.path
-        } else {
-            &self.search_path
-        }
-    }
 }

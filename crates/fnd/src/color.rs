@@ -10,8 +10,10 @@
 use std::collections::HashMap;
 use std::io::Write as _;
 
-use fnd_walk::{EntryRef, FileType};
+use fnd_walk::FileType;
 use lscolors::{Indicator, LsColors, Style};
+
+use crate::found::Found;
 
 /// fd 10.5's palette (`vivid --color-mode 8-bit generate molokai`), byte for
 /// byte: its stray newlines make a few keys unreadable in fd too.
@@ -86,7 +88,7 @@ impl Colors {
     }
 
     /// The style of an entry's name.
-    pub fn style_for(&self, entry: &EntryRef<'_>) -> Option<&Style> {
+    pub fn style_for(&self, entry: &impl Found) -> Option<&Style> {
         let indicator = self.indicator(entry);
         if indicator == Indicator::RegularFile {
             // As in lscolors: a name that is not UTF-8 gets no colour at all.
@@ -98,7 +100,7 @@ impl Colors {
         self.ls.style_for_indicator(indicator)
     }
 
-    fn indicator(&self, entry: &EntryRef<'_>) -> Indicator {
+    fn indicator(&self, entry: &impl Found) -> Indicator {
         let has = |i| self.ls.has_explicit_style_for(i);
         match entry.target_type() {
             FileType::File => {

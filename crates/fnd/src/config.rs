@@ -1,58 +1,40 @@
-//! From parsed options to what the walk needs, checked in fd's order (base
-//! directory, search paths, patterns, filters), so the first error reported
-//! is the one fd would report.
+//! From parsed options to what the search and the sink need, checked in
+//! fd's order (base directory, search paths, patterns, filters), so the
+//! first error reported is the one fd would report.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter};
 use fnd_walk::{Order, Sort};
 
 use crate::cli::{Cli, OrderArg, SortArg, StripCwdWhen};
+use crate::color::Colors;
 use crate::error::print_error;
+use crate::exec::ExecConfig;
 use crate::filter::{EntryFilters, TimeLimit, TypeFilter};
+use crate::format::Template;
+use crate::hyperlink::Hyperlinks;
+use crate::listing::ListingConfig;
 use crate::paths::{self, PathStyle};
 use crate::pattern::{self, NameMatcher, Syntax};
+use crate::results::Output;
+use crate::search::{MetadataKey, Search};
+use crate::select::Selection;
 
-/// Everything a search needs, resolved.
+/// Everything a run needs, resolved: what to search, and what becomes of
+/// the results.
 pub struct Config {
-    pub roots: Vec<PathBuf>,
-    pub matcher: NameMatcher,
-    pub filters: EntryFilters,
-    /// Hidden entries and ignore files; `None` when neither applies (or
-    /// hidden entries alone are skipped, which the walk does for free).
-    pub ignore: Option<IgnoreFilter>,
-    /// Skip hidden entries in the walk itself (no ignore filter needed).
-    pub skip_hidden: bool,
-    pub follow: bool,
-    pub one_file_system: bool,
-    pub min_depth: usize,
-    pub max_depth: Option<usize>,
-    pub prune: bool,
-    pub threads: usize,
-    /// Most reads in flight on a slow file system (0: the engine's default).
-    pub io_depth: usize,
-    pub order: Order,
-    pub sort: Option<Sort>,
-    /// How long results are held back at first, to be printed sorted if the
-    /// search ends by then, as fd does (not with a command, an explicit
-    /// order or sort).
-    pub hold_early: Option<std::time::Duration>,
-    /// `--sort size|mtime`: the key each directory's entries are written in.
-    pub sort_by_metadata: Option<SortArg>,
-    pub max_results: Option<usize>,
-    pub quiet: bool,
-    pub show_errors: bool,
-    pub null_separator: bool,
-    pub path_style: PathStyle,
+    pub search: Search,
+    pub output: Output,
 }
 
 /// A fatal error: its message (printed as `[fnd error]: …`, exit 1).
 pub type Fatal = String;
 
 impl Config {
-    /// `has_command`: results feed a command (`-x`/`-X`/`-l`), which keeps
-    /// the `./` prefix by default, as `-0` does.
-    pub fn new(cli: &Cli, has_command: bool) -> Result<Config, Fatal> {
+    pub fn new(cli: &Cli) -> Result<Config, Fatal> {
         if let Some(base) = &cli.base_directory {
             if !paths::is_existing_dir(base) {
                 return Err(format!(
@@ -74,7 +56,7 @@ impl Config {
                 pattern::check_not_a_path(p)?;
             }
         }
-        let syntax = Syntax::from_cli(cli);
+        let syntax = syntax(cli);
         let sources = cli
             .and
             .iter()
@@ -109,7 +91,7 @@ impl Config {
             None
         };
 
-        let hidden = cli.hidden || cli.unrestricted();
+        let hidden = cli.hidden || unrestricted(cli);
         if !hidden && sources.iter().any(|s| pattern::only_matches_hidden(s)) {
             return Err("The pattern(s) seems to only match files with a leading dot, but hidden files are filtered by \
                         default. Consider adding -H/--hidden to search hidden files as well or adjust your search pattern(s)."
@@ -124,50 +106,133 @@ impl Config {
             (OrderArg::Dfs, _) | (OrderArg::Parallel, Some(_)) => Order::DepthFirst,
             (OrderArg::Parallel, None) => Order::Parallel,
         };
+        // Results that feed a command keep their `./` by default, as with `-0`.
+        let has_command = cli.commands.config.is_some() || cli.list_details;
         let strip_when = cli.strip_cwd_prefix.unwrap_or(StripCwdWhen::Auto);
-        let no_paths_given = cli.given_paths().is_empty();
-        let strip_cwd_prefix = no_paths_given
+        let strip_cwd_prefix = given_paths(cli).is_empty()
             && match strip_when {
                 StripCwdWhen::Auto => !(cli.print0 || has_command),
                 StripCwdWhen::Always => true,
                 StripCwdWhen::Never => false,
             };
-        Ok(Config {
+        let path_style = PathStyle {
+            strip_cwd_prefix,
+            separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()),
+        };
+        let threads = cli.threads.map_or(0, |n| n.get());
+        let search = Search {
             roots,
-            matcher,
-            filters,
+            selection: Selection::new(matcher, filters, cli.follow),
             ignore,
             skip_hidden,
             follow: cli.follow,
             one_file_system: cli.one_file_system,
-            min_depth: cli.min_depth().unwrap_or(0).max(1),
-            max_depth: cli.max_depth(),
+            min_depth: min_depth(cli).unwrap_or(0).max(1),
+            max_depth: max_depth(cli),
             prune: cli.prune,
-            threads: cli.threads.map_or(0, |n| n.get()),
+            threads,
             io_depth: cli.io_depth.map_or(0, |n| n.get()),
             order,
             // The walk sorts by name (and descends in that order); size and
             // time reorder each directory's entries as they are written.
             sort: cli.sort.map(|_| Sort::Name),
             hold_early: (!has_command && !cli.quiet && cli.order == OrderArg::Parallel && cli.sort.is_none())
-                .then(|| std::time::Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
-            sort_by_metadata: cli.sort.filter(|s| *s != SortArg::Name),
-            max_results: cli.max_results(),
+                .then(|| Duration::from_millis(cli.max_buffer_time.unwrap_or(100))),
+            sort_by_metadata: match cli.sort {
+                Some(SortArg::Size) => Some(MetadataKey::Size),
+                Some(SortArg::Mtime) => Some(MetadataKey::Mtime),
+                Some(SortArg::Name) | None => None,
+            },
+            max_results: max_results(cli),
             quiet: cli.quiet,
             show_errors: cli.show_errors,
-            null_separator: cli.print0,
-            path_style: PathStyle {
-                strip_cwd_prefix,
-                separator: cli.path_separator.as_ref().map(|s| s.as_bytes().to_vec()),
-            },
+        };
+        Ok(Config {
+            search,
+            output: output(cli, threads, path_style),
         })
+    }
+}
+
+/// `-x`/`-X`/`-l` run commands; anything else prints, as the options say.
+fn output(cli: &Cli, threads: usize, path_style: PathStyle) -> Output {
+    let terminal = std::io::stdout().is_terminal();
+    let colored = cli.color.enabled(terminal);
+    let exec = if let Some(exec) = &cli.commands.config {
+        Some(exec.clone())
+    } else if cli.list_details {
+        Some(ExecConfig::list_details(colored))
+    } else {
+        None
+    };
+    match exec {
+        Some(mut exec) => {
+            exec.batch_size = cli.batch_size;
+            if threads > 0 {
+                exec.threads = threads;
+            }
+            exec.null_separator = cli.print0;
+            exec.path_style = path_style;
+            Output::Exec(exec)
+        }
+        None => Output::Print(ListingConfig {
+            terminator: if cli.print0 { b'\0' } else { b'\n' },
+            path_style,
+            // fd prints --format output uncoloured.
+            colors: (colored && cli.format.is_none()).then(Colors::from_env),
+            hyperlinks: cli.hyperlink.enabled(colored).then(Hyperlinks::new),
+            escape: terminal,
+            format: cli.format.as_deref().map(Template::parse),
+        }),
+    }
+}
+
+/// How pattern text is read.
+fn syntax(cli: &Cli) -> Syntax {
+    if cli.glob {
+        Syntax::Glob
+    } else if cli.exact {
+        Syntax::Exact
+    } else if cli.fixed_strings {
+        Syntax::Fixed
+    } else {
+        Syntax::Regex
+    }
+}
+
+/// `-u` once or more.
+fn unrestricted(cli: &Cli) -> bool {
+    cli.unrestricted > 0
+}
+
+fn max_depth(cli: &Cli) -> Option<usize> {
+    cli.max_depth.or(cli.exact_depth)
+}
+
+fn min_depth(cli: &Cli) -> Option<usize> {
+    cli.min_depth.or(cli.exact_depth)
+}
+
+/// `--max-results 0` means no limit, as in fd.
+fn max_results(cli: &Cli) -> Option<usize> {
+    cli.max_results
+        .filter(|&m| m > 0)
+        .or_else(|| cli.max_one_result.then_some(1))
+}
+
+/// The paths given, positional or `--search-path`; empty for the default.
+fn given_paths(cli: &Cli) -> &[PathBuf] {
+    if !cli.path.is_empty() {
+        &cli.path
+    } else {
+        &cli.search_path
     }
 }
 
 /// The search paths that are directories (the others are reported and
 /// skipped), spelt for the walk.
 fn search_roots(cli: &Cli) -> Result<Vec<PathBuf>, Fatal> {
-    let given = cli.given_paths();
+    let given = given_paths(cli);
     if given.is_empty() {
         let cwd = Path::new("./");
         if !paths::is_existing_dir(cwd) {
@@ -211,7 +276,7 @@ fn global_ignore_files() -> Vec<PathBuf> {
 /// The ignore filter fd's options ask for, and whether the walk should skip
 /// hidden entries by itself instead.
 fn ignore_filter(cli: &Cli, roots: &[PathBuf], hidden: bool) -> Result<(Option<IgnoreFilter>, bool), Fatal> {
-    let u = cli.unrestricted();
+    let u = unrestricted(cli);
     let read_fdignore = !(cli.no_ignore || u);
     let read_vcs = !(cli.no_ignore || u || cli.no_ignore_vcs);
     let read_global = !(cli.no_ignore || u || cli.no_global_ignore_file);

@@ -6,23 +6,20 @@
 //! needs the entry's directory, which only that thread holds open) and sent
 //! over a channel to the threads that run the commands.
 
-use std::collections::HashMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStringExt;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
-use fnd_walk::EntryRef;
+use fnd_output::Writer;
 
 use crate::error::print_error;
 use crate::format::Template;
-use crate::listing::printed_prefix;
-use crate::paths::PathStyle;
+use crate::found::Found;
+use crate::paths::{printed_prefix, PathStyle};
 
 /// Long help of `-x/--exec`.
 pub const EXEC_HELP: &str = concat!(
@@ -218,7 +215,9 @@ pub struct Executor {
 }
 
 impl Executor {
-    pub fn start(cfg: ExecConfig) -> Executor {
+    /// Start the threads that run commands; the output of `-x` commands
+    /// run by more than one thread goes to `out`, each result's whole.
+    pub fn start(cfg: ExecConfig, out: Writer) -> Executor {
         let cfg = Arc::new(cfg);
         // As many runners as walking threads, and never more than the walk
         // itself would start (`-j 100000` must not spawn 100000 threads).
@@ -230,12 +229,12 @@ impl Executor {
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
         let runners = (0..runners)
             .map(|_| {
-                let (cfg, rx) = (cfg.clone(), rx.clone());
+                let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
                 std::thread::spawn(move || {
                     if cfg.batch {
                         run_batches(&cfg, rx)
                     } else {
-                        run_each(&cfg, rx)
+                        run_each(&cfg, rx, &out)
                     }
                 })
             })
@@ -276,7 +275,7 @@ pub struct ExecSender {
 
 impl ExecSender {
     /// Hand over one result of a chunk whose prefix is `chunk_prefix`.
-    pub fn entry(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8]) -> bool {
+    pub fn entry(&mut self, entry: &impl Found, chunk_prefix: &[u8]) -> bool {
         let sep = self.cfg.path_style.separator.as_deref();
         let prefix = printed_prefix(
             &self.cfg.path_style,
@@ -314,78 +313,22 @@ fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
     }
 }
 
-/// Programs found along `PATH`, each looked up once. Spawned by name, a
-/// child tries `execve` in each `PATH` directory in turn (11 failed tries
-/// for `echo` here); giving it the path found saved 2% of `-x echo` over
-/// 32 results on src.
-struct Programs {
-    search_path: Option<OsString>,
-    found: HashMap<OsString, Option<PathBuf>>,
-}
-
-impl Programs {
-    fn new() -> Programs {
-        Programs {
-            search_path: std::env::var_os("PATH"),
-            found: HashMap::new(),
-        }
-    }
-
-    /// A command for `program`, which still sees its name as `argv[0]`.
-    fn command(&mut self, program: &OsStr) -> Command {
-        let search_path = self.search_path.as_deref();
-        let found = self
-            .found
-            .entry(program.to_owned())
-            .or_insert_with(|| find_program(program, search_path?));
-        match found {
-            Some(path) => {
-                let mut cmd = Command::new(path);
-                cmd.arg0(program);
-                cmd
-            }
-            None => Command::new(program),
-        }
-    }
-}
-
-/// The file `execvp` would run for `program`, where that is plain: `None`
-/// for a name with a `/`, and when a relative `PATH` entry comes first (the
-/// child then searches as before).
-fn find_program(program: &OsStr, search_path: &OsStr) -> Option<PathBuf> {
-    if program.is_empty() || program.as_bytes().contains(&b'/') {
-        return None;
-    }
-    for dir in std::env::split_paths(search_path) {
-        if !dir.is_absolute() {
-            return None;
-        }
-        let candidate = dir.join(program);
-        let executable = rustix::fs::access(&candidate, rustix::fs::Access::EXEC_OK).is_ok();
-        if executable && std::fs::metadata(&candidate).is_ok_and(|m| m.is_file()) {
-            return Some(candidate);
-        }
-    }
-    None
-}
-
-fn run_each(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
+fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &Writer) -> bool {
     let buffered = cfg.threads > 1;
-    let mut programs = Programs::new();
     let mut ok = true;
     for job in rx {
-        ok &= run_commands(&job, &mut programs, buffered, cfg.null_separator);
+        ok &= run_commands(&job, buffered, cfg.null_separator, out);
     }
     ok
 }
 
 /// Run one result's commands in order, stopping at the first that fails;
 /// their output is written together, after the last.
-fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separator: bool) -> bool {
+fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &Writer) -> bool {
     let mut outputs = Vec::new();
     let mut ok = true;
     for argv in job {
-        let mut cmd = programs.command(&argv[0]);
+        let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         let result = if buffered {
             cmd.output()
@@ -403,32 +346,33 @@ fn run_commands(job: &Job, programs: &mut Programs, buffered: bool, null_separat
                 }
             }
             Err(e) => {
-                write_outputs(&outputs, null_separator);
+                write_outputs(&outputs, null_separator, out);
                 report_spawn_error(Some(&argv[0]), &e);
                 return false;
             }
         }
     }
-    write_outputs(&outputs, null_separator);
+    write_outputs(&outputs, null_separator, out);
     ok
 }
 
-fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool) {
+/// One result's commands' output, in order, to `out` and stderr. Once
+/// output is gone the rest is dropped, and the commands' exit statuses
+/// alone decide fnd's, as in fd.
+fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool, out: &Writer) {
     if outputs.iter().all(|(o, e)| o.is_empty() && e.is_empty()) && !null_separator {
         return;
     }
-    // Holding both locks keeps one result's output together.
-    let mut stdout = io::stdout().lock();
+    // Every runner takes the stderr lock first: holding it keeps one
+    // result's output together.
     let mut stderr = io::stderr().lock();
-    for (out, err) in outputs {
-        let _ = stdout.write_all(out);
-        let _ = stdout.flush();
-        let _ = stderr.write_all(err);
+    for (stdout_bytes, stderr_bytes) in outputs {
+        out.write_all(stdout_bytes);
+        let _ = stderr.write_all(stderr_bytes);
     }
     if null_separator {
-        let _ = stdout.write_all(b"\0");
+        out.write_all(b"\0");
     }
-    let _ = stdout.flush();
 }
 
 /// One batch command being filled.
@@ -545,31 +489,6 @@ mod tests {
 
     fn args(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn programs_are_found_as_execvp_finds_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let (first, second) = (dir.path().join("a"), dir.path().join("b"));
-        for d in [&first, &second] {
-            std::fs::create_dir(d).unwrap();
-        }
-        let write = |path: PathBuf, mode: u32| {
-            std::fs::write(&path, "#!/bin/sh\n").unwrap();
-            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap();
-        };
-        write(first.join("tool"), 0o644);
-        write(second.join("tool"), 0o755);
-        std::fs::create_dir(first.join("dir")).unwrap();
-        write(second.join("dir"), 0o755);
-        let search = std::env::join_paths([&first, &second]).unwrap();
-        let find = |p: &str| find_program(OsStr::new(p), &search);
-        assert_eq!(find("tool"), Some(second.join("tool")), "not executable: skipped");
-        assert_eq!(find("dir"), Some(second.join("dir")), "a directory: skipped");
-        assert_eq!(find("none"), None);
-        assert_eq!(find("a/tool"), None);
-        let relative_first = std::env::join_paths([PathBuf::from("rel"), second.clone()]).unwrap();
-        assert_eq!(find_program(OsStr::new("tool"), &relative_first), None);
     }
 
     #[test]

@@ -8,8 +8,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use fnd_walk::{FileType, Metadata, RawEntry};
 use rustix::fs::{Access, AtFlags};
 
-use crate::cli::TypeArg;
-
 /// An entry being judged, with its metadata fetched on first use.
 pub struct Candidate<'a, 'e> {
     pub entry: &'a RawEntry<'e>,
@@ -85,6 +83,29 @@ fn dir_is_empty(entry: &RawEntry<'_>) -> bool {
         }
     }
     true
+}
+
+/// The values of `-t/--type` (parsed by clap, as fd spells them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TypeArg {
+    #[value(alias = "f")]
+    File,
+    #[value(alias = "d", alias = "dir")]
+    Directory,
+    #[value(alias = "l")]
+    Symlink,
+    #[value(alias = "b")]
+    BlockDevice,
+    #[value(alias = "c")]
+    CharDevice,
+    #[value(alias = "x")]
+    Executable,
+    #[value(alias = "e")]
+    Empty,
+    #[value(alias = "s")]
+    Socket,
+    #[value(alias = "p")]
+    Pipe,
 }
 
 /// `-t/--type`, as fd reads it: the listed types are allowed (OR); `x` and

@@ -9,12 +9,15 @@
 //! A path is given as its two parts, the text before the name (the parent
 //! and a `/`, as printed) and the name; the walk yields entries that way.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
-use std::io::Write as _;
-use std::sync::OnceLock;
+use fnd_walk::{FileType, Metadata};
 
-use fnd_walk::{EntryRef, FileType, Metadata};
+use crate::found::Found;
+use crate::paths::push_with_separator;
+
+mod meta;
+
+pub use meta::push_perms;
+use meta::{push_num, render_meta};
 
 /// What a placeholder stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +197,7 @@ impl Template {
     }
 
     /// Append the rendering for an entry whose printed path is `prefix` + its name.
-    pub fn render(&self, entry: &EntryRef<'_>, prefix: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
+    pub fn render(&self, entry: &impl Found, prefix: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
         let mut meta: Option<Option<Metadata>> = None;
         let subject = Subject {
             prefix,
@@ -236,7 +239,7 @@ impl Template {
 
 /// The entry's metadata; with `-L`, a followed link's is its target's, as
 /// fd treats followed links as what they point to.
-fn metadata(entry: &EntryRef<'_>) -> Option<Metadata> {
+fn metadata(entry: &impl Found) -> Option<Metadata> {
     let followed = entry.file_type() == FileType::Symlink && entry.target_type() != FileType::Symlink;
     if followed {
         entry.metadata_follow()
@@ -317,24 +320,6 @@ impl Subject<'_> {
     }
 }
 
-/// Append `part`, with each `/` replaced by `separator` when there is one.
-pub fn push_with_separator(part: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
-    match separator {
-        None => out.extend_from_slice(part),
-        Some(sep) => {
-            for piece in part.split_inclusive(|&b| b == b'/') {
-                match piece.strip_suffix(b"/") {
-                    Some(head) => {
-                        out.extend_from_slice(head);
-                        out.extend_from_slice(sep);
-                    }
-                    None => out.extend_from_slice(piece),
-                }
-            }
-        }
-    }
-}
-
 /// The name, or the whole path for one without a name (a root like `/`).
 fn basename(name: &[u8]) -> &[u8] {
     let trimmed = trim_trailing_slashes(name);
@@ -406,11 +391,14 @@ fn file_stem(name: &[u8]) -> &[u8] {
 }
 
 /// A symlink's target as stored (`readlink`), nothing for other entries.
-fn push_link_target(entry: &EntryRef<'_>, out: &mut Vec<u8>) {
+fn push_link_target(entry: &impl Found, out: &mut Vec<u8>) {
+    use std::os::unix::ffi::OsStringExt;
     if entry.file_type() != FileType::Symlink {
         return;
     }
-    if let Ok(target) = std::fs::read_link(entry.path()) {
+    let mut path = Vec::new();
+    entry.write_path(&mut path);
+    if let Ok(target) = std::fs::read_link(std::ffi::OsString::from_vec(path)) {
         out.extend_from_slice(target.as_os_str().as_encoded_bytes());
     }
 }
@@ -428,123 +416,9 @@ pub fn type_name(t: FileType) -> &'static str {
     }
 }
 
-fn push_num(out: &mut Vec<u8>, n: u64) {
-    let _ = write!(out, "{n}");
-}
-
-fn render_meta(field: Field, meta: Option<&Metadata>, out: &mut Vec<u8>) {
-    let Some(m) = meta else {
-        // The entry vanished or cannot be stat'ed: `ls` shows `?` too.
-        out.push(b'?');
-        return;
-    };
-    match field {
-        Field::Size => push_num(out, m.size),
-        Field::Mtime => push_local_time(out, m.mtime),
-        Field::Mode => {
-            let _ = write!(out, "{:o}", m.permissions());
-        }
-        Field::Perms => push_perms(out, m.mode),
-        Field::Inode => push_num(out, m.ino),
-        Field::Nlink => push_num(out, m.nlink),
-        Field::Uid => push_num(out, m.uid as u64),
-        Field::Gid => push_num(out, m.gid as u64),
-        Field::Owner => push_id_name(out, m.uid, IdKind::User),
-        Field::Group => push_id_name(out, m.gid, IdKind::Group),
-        _ => unreachable!("not a metadata field"),
-    }
-}
-
-/// `ls -l`'s ten-character mode string.
-pub fn push_perms(out: &mut Vec<u8>, mode: u32) {
-    let kind = match FileType::from_mode(mode) {
-        FileType::Dir => b'd',
-        FileType::Symlink => b'l',
-        FileType::BlockDevice => b'b',
-        FileType::CharDevice => b'c',
-        FileType::Fifo => b'p',
-        FileType::Socket => b's',
-        _ => b'-',
-    };
-    out.push(kind);
-    let special = [(0o4000, b's', b'S'), (0o2000, b's', b'S'), (0o1000, b't', b'T')];
-    for (i, (bit, set_x, set_no_x)) in special.into_iter().enumerate() {
-        let shift = 6 - 3 * i;
-        let rwx = (mode >> shift) & 7;
-        out.push(if rwx & 4 != 0 { b'r' } else { b'-' });
-        out.push(if rwx & 2 != 0 { b'w' } else { b'-' });
-        let x = rwx & 1 != 0;
-        out.push(match (mode & bit != 0, x) {
-            (true, true) => set_x,
-            (true, false) => set_no_x,
-            (false, true) => b'x',
-            (false, false) => b'-',
-        });
-    }
-}
-
-fn push_local_time(out: &mut Vec<u8>, secs: i64) {
-    static ZONE: OnceLock<jiff::tz::TimeZone> = OnceLock::new();
-    let zone = ZONE.get_or_init(jiff::tz::TimeZone::system);
-    match jiff::Timestamp::from_second(secs) {
-        Ok(ts) => {
-            let _ = write!(out, "{}", ts.to_zoned(zone.clone()).strftime("%Y-%m-%d %H:%M:%S"));
-        }
-        // Past jiff's range (years beyond ±9999), as `ls` does: the number.
-        Err(_) => {
-            let _ = write!(out, "{secs}");
-        }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum IdKind {
-    User,
-    Group,
-}
-
-/// User and group names by id.
-type NameCache = HashMap<(IdKind, u32), Box<[u8]>>;
-
-thread_local! {
-    /// Names already looked up on this thread: a listing of one user's tree
-    /// asks for the same id again and again.
-    static ID_NAMES: RefCell<NameCache> = RefCell::new(HashMap::new());
-}
-
-fn push_id_name(out: &mut Vec<u8>, id: u32, kind: IdKind) {
-    ID_NAMES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        let name = cache.entry((kind, id)).or_insert_with(|| match lookup_id(id, kind) {
-            Some(name) => name.into(),
-            None => id.to_string().into_bytes().into(),
-        });
-        out.extend_from_slice(name);
-    });
-}
-
-/// The user or group name of an id, through NSS.
-fn lookup_id(id: u32, kind: IdKind) -> Option<Vec<u8>> {
-    use nix::unistd::{Gid, Group, Uid, User};
-    let name = match kind {
-        IdKind::User => User::from_uid(Uid::from_raw(id)).ok()??.name,
-        IdKind::Group => Group::from_gid(Gid::from_raw(id)).ok()??.name,
-    };
-    Some(name.into_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_past_the_calendar_print_as_seconds() {
-        for secs in [i64::MIN, -(1 << 62), 1 << 62] {
-            let mut out = Vec::new();
-            push_local_time(&mut out, secs);
-            assert_eq!(out, secs.to_string().as_bytes());
-        }
-    }
 
     fn render(t: &str, prefix: &str, name: &str) -> String {
         let mut out = Vec::new();
@@ -599,16 +473,6 @@ mod tests {
         assert_eq!(file_stem(b".a.b"), b".a");
         assert_eq!(file_stem(b"..."), b"..");
         assert_eq!(file_stem(b".."), b"..");
-    }
-
-    #[test]
-    fn perms_like_ls() {
-        let mut out = Vec::new();
-        push_perms(&mut out, 0o040755);
-        push_perms(&mut out, 0o104755);
-        push_perms(&mut out, 0o041777);
-        push_perms(&mut out, 0o100644);
-        assert_eq!(out, b"drwxr-xr-x-rwsr-xr-xdrwxrwxrwt-rw-r--r--");
     }
 
     #[test]

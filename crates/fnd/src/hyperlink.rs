@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt;
 
-use fnd_walk::EntryRef;
+use crate::found::Found;
 
 /// When `--hyperlink` asks for links.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -54,7 +54,7 @@ impl Hyperlinks {
     }
 
     /// Open a link to `entry`; `scratch` is reused for its path.
-    pub fn open(&self, entry: &EntryRef<'_>, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
+    pub fn open(&self, entry: &impl Found, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
         scratch.clear();
         entry.write_path(scratch);
         out.extend_from_slice(b"\x1b]8;;");

@@ -4,6 +4,26 @@
 //! benchmarks reach the parsers (sizes, times, owners, templates, escapes)
 //! the way the command uses them. It is not a stable API: to walk trees
 //! from Rust, use `fnd-walk`.
+//!
+//! The modules are in layers, each using only those below it (checked by
+//! `tests/layers.rs`), in the order results travel:
+//! 1. `escape`, `found`, `paths`: terminal escaping; what a result is to
+//!    everything after the search ([`found::Found`]) and where results go
+//!    ([`found::Emit`]); how paths are spelt.
+//! 2. `error`: fd's error messages and exit codes.
+//! 3. `pattern`, `filter`: what a name must look like; what an entry must
+//!    be (type, size, time, owner).
+//! 4. `select`, `early`: the two together, judged on one entry
+//!    ([`select::Selection`]); fd's first 100 ms of sorted results.
+//! 5. `search`: the walk that judges entries and hands results on.
+//! 6. `format`, `color`, `hyperlink`: how one result looks.
+//! 7. `listing`, `exec`: printing results; running commands on them.
+//! 8. `results`: the sink, one writer per thread, bytes to one descriptor.
+//! 9. `cli`: the command line, parsed.
+//! 10. `config`, `generate`: parsed options turned into a search and a
+//!     sink; completions and the man page.
+//!
+//! [`run`] puts them together: options → config → search → sink.
 
 pub mod cli;
 pub mod color;
@@ -14,22 +34,25 @@ pub mod escape;
 pub mod exec;
 pub mod filter;
 pub mod format;
+pub mod found;
 pub mod generate;
 pub mod hyperlink;
 pub mod listing;
 pub mod paths;
 pub mod pattern;
 pub mod results;
-pub mod spelled;
-pub mod walk;
+pub mod search;
+pub mod select;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use fnd_output::Writer;
 
 use cli::Cli;
 use config::Config;
 use error::{print_error, Outcome};
+use results::Sink;
 
 /// Parse the command line, search, and say how it went as fd's exit code.
 pub fn run() -> ExitCode {
@@ -37,18 +60,18 @@ pub fn run() -> ExitCode {
     if let Some(code) = generate::requested(&cli) {
         return code;
     }
-    let has_command = results::Sink::cli_has_command(&cli);
-    let cfg = match Config::new(&cli, has_command) {
+    let cfg = match Config::new(&cli) {
         Ok(cfg) => cfg,
         Err(msg) => {
             print_error(msg);
             return Outcome::Error.exit_code();
         }
     };
-    let sink = results::Sink::from_cli(&cli, &cfg);
-    let outcome = walk::run(cfg, &sink);
+    let sink = Sink::new(cfg.output, Writer::stdout());
+    let outcome = search::run(cfg.search, || sink.writer());
     if !sink.finish() {
-        // A command failed or could not run: fd exits 1.
+        // Output failed or ended early, or a command failed or could not
+        // run: fd exits 1.
         return Outcome::Error.exit_code();
     }
     outcome.exit_code()

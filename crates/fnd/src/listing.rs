@@ -10,13 +10,13 @@
 //! path text (`./` stripping, `--path-separator`) is `PathStyle`'s.
 
 use fnd_output::Buffer;
-use fnd_walk::EntryRef;
 
 use crate::color::{Colors, Painter};
 use crate::escape::push_escaped;
-use crate::format::{push_with_separator, Template};
+use crate::format::Template;
+use crate::found::Found;
 use crate::hyperlink::Hyperlinks;
-use crate::paths::PathStyle;
+use crate::paths::{printed_prefix, push_with_separator, PathStyle};
 
 /// How results are printed; shared by every thread.
 pub struct ListingConfig {
@@ -68,7 +68,7 @@ impl<'a> Listing<'a> {
     /// Print one entry of a chunk whose prefix is `prefix`. False when
     /// output is gone and the walk should stop.
     #[inline]
-    pub fn entry(&mut self, entry: &EntryRef<'_>, prefix: &[u8]) -> bool {
+    pub fn entry(&mut self, entry: &impl Found, prefix: &[u8]) -> bool {
         let is_dir = entry.target_type().is_dir();
         if self.plain {
             let buf = self.out.bytes();
@@ -82,7 +82,7 @@ impl<'a> Listing<'a> {
         self.out.end_record()
     }
 
-    fn entry_styled(&mut self, entry: &EntryRef<'_>, chunk_prefix: &[u8], is_dir: bool) {
+    fn entry_styled(&mut self, entry: &impl Found, chunk_prefix: &[u8], is_dir: bool) {
         let cfg = self.cfg;
         let buf = self.out.bytes();
         if let Some(links) = &cfg.hyperlinks {
@@ -148,17 +148,4 @@ fn push_terminal(escape: bool, text: &[u8], out: &mut Vec<u8>) {
     } else {
         out.extend_from_slice(text);
     }
-}
-
-/// The text printed before an entry's name, with `/` separators: the
-/// chunk's prefix after `PathStyle`'s `./` stripping (built in `scratch`).
-pub fn printed_prefix<'s>(style: &PathStyle, chunk_prefix: &[u8], name: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
-    scratch.clear();
-    let unseparated = PathStyle {
-        strip_cwd_prefix: style.strip_cwd_prefix,
-        separator: None,
-    };
-    unseparated.write_entry_path(scratch, chunk_prefix, name, false, false);
-    let len = scratch.len() - name.len();
-    &scratch[..len]
 }

@@ -1,8 +1,9 @@
 //! Path text: how search roots are spelt (so entries' paths come out as fd
 //! prints them) and how one entry's path is written — `./` stripping, `-a`,
 //! `--path-separator`, the trailing separator of directories. Every output
-//! mode (plain lines, `--format`, `--exec`) writes paths through
-//! [`PathStyle::write_entry_path`].
+//! mode (plain lines, colours, `--format`, `--exec`) spells paths through
+//! [`PathStyle::write_entry_path`], [`printed_prefix`] and
+//! [`push_with_separator`].
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -45,6 +46,37 @@ impl PathStyle {
             match &self.separator {
                 Some(sep) => out.extend_from_slice(sep),
                 None => out.push(b'/'),
+            }
+        }
+    }
+}
+
+/// The text printed before an entry's name, with `/` separators: the
+/// chunk's prefix after `style`'s `./` stripping (built in `scratch`).
+pub fn printed_prefix<'s>(style: &PathStyle, chunk_prefix: &[u8], name: &[u8], scratch: &'s mut Vec<u8>) -> &'s [u8] {
+    scratch.clear();
+    let unseparated = PathStyle {
+        strip_cwd_prefix: style.strip_cwd_prefix,
+        separator: None,
+    };
+    unseparated.write_entry_path(scratch, chunk_prefix, name, false, false);
+    let len = scratch.len() - name.len();
+    &scratch[..len]
+}
+
+/// Append `part`, with each `/` replaced by `separator` when there is one.
+pub fn push_with_separator(part: &[u8], separator: Option<&[u8]>, out: &mut Vec<u8>) {
+    match separator {
+        None => out.extend_from_slice(part),
+        Some(sep) => {
+            for piece in part.split_inclusive(|&b| b == b'/') {
+                match piece.strip_suffix(b"/") {
+                    Some(head) => {
+                        out.extend_from_slice(head);
+                        out.extend_from_slice(sep);
+                    }
+                    None => out.extend_from_slice(piece),
+                }
             }
         }
     }

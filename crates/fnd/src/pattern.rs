@@ -6,8 +6,9 @@ use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind, Literal, Look};
 
-use crate::cli::Cli;
-use crate::spelled::Spelled;
+mod spelled;
+
+use spelled::Spelled;
 
 /// How pattern text is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,20 +17,6 @@ pub enum Syntax {
     Glob,
     Fixed,
     Exact,
-}
-
-impl Syntax {
-    pub fn from_cli(cli: &Cli) -> Self {
-        if cli.glob {
-            Syntax::Glob
-        } else if cli.exact {
-            Syntax::Exact
-        } else if cli.fixed_strings {
-            Syntax::Fixed
-        } else {
-            Syntax::Regex
-        }
-    }
 }
 
 /// Everything the name or path must match.

@@ -1,23 +1,26 @@
 //! Where results go: printed (plain, coloured, `--format`) or handed to
-//! commands (`-x`, `-X`, `-l`). The search calls one [`ResultWriter`] per
+//! commands (`-x`, `-X`, `-l`), as bytes to one [`Writer`] (stdout, for
+//! the command). A search asks the [`Sink`] for one [`ResultWriter`] per
 //! thread and does not care which.
 
-use std::io::IsTerminal;
-
 use fnd_output::{Buffer, Writer};
-use fnd_walk::EntryRef;
 
-use crate::cli::Cli;
-use crate::color::Colors;
-use crate::config::Config;
+use crate::error::print_error;
 use crate::exec::{ExecConfig, ExecSender, Executor};
-use crate::format::Template;
-use crate::hyperlink::Hyperlinks;
+use crate::found::{Emit, Found};
 use crate::listing::{Listing, ListingConfig};
+
+/// What becomes of results: the rules of one of the two ways out.
+// One per run: the size of the larger variant does not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum Output {
+    Print(ListingConfig),
+    Exec(ExecConfig),
+}
 
 /// The results' destination, for the whole run.
 pub struct Sink {
-    stdout: Writer,
+    out: Writer,
     target: Target,
 }
 
@@ -29,69 +32,49 @@ enum Target {
 }
 
 impl Sink {
-    /// From the options: `-x`/`-X`/`-l` run commands, anything else prints.
-    pub fn from_cli(cli: &Cli, cfg: &Config) -> Sink {
-        let terminal = std::io::stdout().is_terminal();
-        let colored = cli.color.enabled(terminal);
-        let exec = if let Some(exec) = &cli.commands.config {
-            Some(exec.clone())
-        } else if cli.list_details {
-            Some(ExecConfig::list_details(colored))
-        } else {
-            None
-        };
-        let target = match exec {
-            Some(mut exec) => {
-                exec.batch_size = cli.batch_size;
-                if cfg.threads > 0 {
-                    exec.threads = cfg.threads;
+    /// Results handled as `output` says, their bytes written to `out`:
+    /// printed records, and the output of each `-x` command run with more
+    /// than one thread (a lone runner's command, and `-X`'s, write to the
+    /// process's stdout themselves). Starts the threads that run commands.
+    pub fn new(output: Output, out: Writer) -> Sink {
+        let target = match output {
+            Output::Exec(exec) => Target::Exec(Executor::start(exec, out.clone())),
+            Output::Print(cfg) => {
+                // `escape` is set for a terminal.
+                if cfg.escape && (cfg.colors.is_some() || cfg.hyperlinks.is_some()) {
+                    crate::color::reset_terminal_on_interrupt();
                 }
-                exec.null_separator = cfg.null_separator;
-                exec.path_style = cfg.path_style.clone();
-                Target::Exec(Executor::start(exec))
+                Target::Print(cfg)
             }
-            None => Target::Print(ListingConfig {
-                terminator: if cfg.null_separator { b'\0' } else { b'\n' },
-                path_style: cfg.path_style.clone(),
-                // fd prints --format output uncoloured.
-                colors: (colored && cli.format.is_none()).then(Colors::from_env),
-                hyperlinks: cli.hyperlink.enabled(colored).then(Hyperlinks::new),
-                escape: terminal,
-                format: cli.format.as_deref().map(Template::parse),
-            }),
         };
-        if let Target::Print(cfg) = &target {
-            if terminal && (cfg.colors.is_some() || cfg.hyperlinks.is_some()) {
-                crate::color::reset_terminal_on_interrupt();
-            }
-        }
-        Sink {
-            stdout: Writer::stdout(),
-            target,
-        }
-    }
-
-    /// Whether results feed a command (which keeps `./` prefixes, as in fd).
-    pub fn cli_has_command(cli: &Cli) -> bool {
-        cli.commands.config.is_some() || cli.list_details
+        Sink { out, target }
     }
 
     /// A writer for one walking thread.
     pub fn writer(&self) -> ResultWriter<'_> {
         match &self.target {
-            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, Buffer::new(self.stdout.clone()))),
+            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, Buffer::new(self.out.clone()))),
             Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
         }
     }
 
-    pub fn stdout(&self) -> &Writer {
-        &self.stdout
-    }
-
-    /// Wait for the commands; false when one failed or could not run.
+    /// After the search, once every writer is gone: wait for the commands.
+    /// False when output failed (said once on stderr), its reader went
+    /// away (`fnd | head -1`: fd exits 1 without a word), or a command
+    /// failed or could not run.
     pub fn finish(self) -> bool {
         match self.target {
-            Target::Print(_) => true,
+            Target::Print(_) => {
+                if let Some(errno) = self.out.failure() {
+                    print_error(format_args!(
+                        "Could not write to output: {}",
+                        std::io::Error::from(errno)
+                    ));
+                    return false;
+                }
+                !self.out.is_broken()
+            }
+            // Commands' output meeting a closed pipe is theirs to report, as in fd.
             Target::Exec(exec) => exec.finish(),
         }
     }
@@ -105,19 +88,16 @@ pub enum ResultWriter<'a> {
     Exec(ExecSender),
 }
 
-impl ResultWriter<'_> {
-    /// One result of a chunk whose prefix is `prefix`; false when the walk
-    /// should stop (output closed).
+impl Emit for ResultWriter<'_> {
     #[inline]
-    pub fn entry(&mut self, entry: &EntryRef<'_>, prefix: &[u8]) -> bool {
+    fn emit(&mut self, entry: &impl Found, prefix: &[u8]) -> bool {
         match self {
             ResultWriter::Print(listing) => listing.entry(entry, prefix),
             ResultWriter::Exec(sender) => sender.entry(entry, prefix),
         }
     }
 
-    /// Write out what is buffered (before an error message, say).
-    pub fn flush(&mut self) -> bool {
+    fn flush(&mut self) -> bool {
         match self {
             ResultWriter::Print(listing) => listing.flush(),
             ResultWriter::Exec(_) => true,

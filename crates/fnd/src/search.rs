@@ -1,64 +1,68 @@
 //! The search: one walk whose filter decides, on the reading thread, what
-//! is a result (ignore rules, then name, then type/size/time/owner) and
-//! where to descend; the visitor only writes results.
+//! is a result (ignore rules, then the [`Selection`]) and where to descend;
+//! the visitor hands results, in chunks, to an [`Emit`] per thread, within
+//! `--max-results`, held back for fd's first 100 ms or reordered by
+//! `--sort size|mtime`. Where the results go is the caller's business.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, Order, RawEntry, Sort, Visitor,
+    WalkBuilder,
 };
 
-use crate::cli::SortArg;
-use crate::config::Config;
 use crate::early::{EarlyResults, Offer};
 use crate::error::{print_error, Outcome};
-use crate::filter::{Candidate, EntryFilters};
-use crate::pattern::NameMatcher;
-use crate::results::{ResultWriter, Sink};
+use crate::found::Emit;
+use crate::select::Selection;
+
+/// Everything a search needs, resolved.
+pub struct Search {
+    pub roots: Vec<PathBuf>,
+    pub selection: Selection,
+    /// Hidden entries and ignore files; `None` when neither applies (or
+    /// hidden entries alone are skipped, which the walk does for free).
+    pub ignore: Option<IgnoreFilter>,
+    /// Skip hidden entries in the walk itself (no ignore filter needed).
+    pub skip_hidden: bool,
+    pub follow: bool,
+    pub one_file_system: bool,
+    pub min_depth: usize,
+    pub max_depth: Option<usize>,
+    pub prune: bool,
+    pub threads: usize,
+    /// Most reads in flight on a slow file system (0: the engine's default).
+    pub io_depth: usize,
+    pub order: Order,
+    pub sort: Option<Sort>,
+    /// How long results are held back at first, to be printed sorted if the
+    /// search ends by then, as fd does (not with a command, an explicit
+    /// order or sort).
+    pub hold_early: Option<Duration>,
+    /// `--sort size|mtime`: the key each directory's entries are written in.
+    pub sort_by_metadata: Option<MetadataKey>,
+    pub max_results: Option<usize>,
+    pub quiet: bool,
+    pub show_errors: bool,
+}
+
+/// A key of `--sort` that needs metadata.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataKey {
+    Size,
+    Mtime,
+}
 
 /// The walk's filter: ignore rules first, then the search criteria.
 struct Finder {
     ignore: Option<IgnoreFilter>,
-    matcher: NameMatcher,
-    /// Tells this finder's matcher apart from another's in `MATCHING`.
-    id: usize,
-    filters: EntryFilters,
-    follow: bool,
+    selection: Selection,
     min_depth: usize,
     prune: bool,
-}
-
-/// What a reading thread keeps between entries: the path built for `-p`,
-/// and its own clone of the finder's matcher. A regex shares one cache pool
-/// between all the threads that use it, and a thread other than the
-/// first takes a lock on every match: a regex search of a 60k-entry tree
-/// spent 14.3 ms of user time with two threads against 10.2 ms with one.
-/// A clone has a pool of its own.
-#[derive(Default)]
-struct Matching {
-    scratch: Vec<u8>,
-    matcher: Option<(usize, NameMatcher)>,
-}
-
-thread_local! {
-    static MATCHING: std::cell::RefCell<Matching> = std::cell::RefCell::default();
-}
-
-static FINDERS: AtomicUsize = AtomicUsize::new(0);
-
-impl Finder {
-    fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        let name_ok = MATCHING.with_borrow_mut(|Matching { scratch, matcher }| {
-            let matcher = match matcher {
-                Some((id, m)) if *id == self.id => m,
-                _ => &matcher.insert((self.id, self.matcher.clone())).1,
-            };
-            matcher.matches(entry.parent_prefix, entry.name, scratch)
-        });
-        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
-    }
 }
 
 impl EntryFilter for Finder {
@@ -79,7 +83,7 @@ impl EntryFilter for Finder {
             // Shallower than --min-depth: never a result, never pruned.
             return base;
         }
-        if self.is_result(entry) {
+        if self.selection.is_result(entry) {
             Decision {
                 emit: true,
                 descend: base.descend && !self.prune,
@@ -95,23 +99,23 @@ impl EntryFilter for Finder {
 
 /// What all printing threads share.
 struct Shared<'a> {
-    cfg: &'a Config,
+    search: &'a Search,
     results: AtomicUsize,
     found: AtomicBool,
     early: EarlyResults,
 }
 
-/// Writes the results of one worker thread.
-struct Printer<'a> {
+/// Hands the results of one worker thread on.
+struct Printer<'a, W> {
     shared: &'a Shared<'a>,
-    out: ResultWriter<'a>,
+    out: W,
 }
 
-impl Printer<'_> {
+impl<W> Printer<'_, W> {
     /// Count `n` results: how many of them are within `--max-results`, and
     /// whether the limit is reached.
     fn admit(&self, n: usize) -> (usize, bool) {
-        match self.shared.cfg.max_results {
+        match self.shared.search.max_results {
             None => (n, false),
             Some(max) => {
                 let before = self.shared.results.fetch_add(n, Ordering::Relaxed);
@@ -121,20 +125,20 @@ impl Printer<'_> {
     }
 }
 
-/// Write every entry of a chunk; false when output is gone.
-fn print_chunk(out: &mut ResultWriter<'_>, chunk: &Chunk) -> bool {
+/// Hand on every entry of a chunk; false when output is gone.
+fn emit_chunk(out: &mut impl Emit, chunk: &Chunk) -> bool {
     let prefix = chunk.prefix();
-    chunk.iter().all(|entry| out.entry(&entry, prefix))
+    chunk.iter().all(|entry| out.emit(&entry, prefix))
 }
 
-impl Visitor for Printer<'_> {
+impl<W: Emit + Send> Visitor for Printer<'_, W> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         let shared = self.shared;
-        let cfg = shared.cfg;
+        let search = shared.search;
         if chunk.is_empty() {
             return Flow::Continue;
         }
-        if cfg.quiet {
+        if search.quiet {
             shared.found.store(true, Ordering::Relaxed);
             return Flow::Stop;
         }
@@ -144,10 +148,10 @@ impl Visitor for Printer<'_> {
         }
         let after = if last { Flow::Stop } else { Flow::Continue };
         let out = &mut self.out;
-        if let Some(key) = cfg.sort_by_metadata {
+        if let Some(key) = search.sort_by_metadata {
             let prefix = chunk.prefix();
             let order = sorted_by(chunk, key);
-            let printed = order[..allowed].iter().all(|&i| out.entry(&chunk.get(i), prefix));
+            let printed = order[..allowed].iter().all(|&i| out.emit(&chunk.get(i), prefix));
             return if printed { after } else { Flow::Stop };
         }
         if allowed < chunk.len() {
@@ -157,15 +161,15 @@ impl Visitor for Printer<'_> {
                 kept <= allowed
             });
         }
-        match shared.early.offer(chunk, |held| print_chunk(out, held)) {
+        match shared.early.offer(chunk, |held| emit_chunk(out, held)) {
             Offer::Held => after,
-            Offer::Print if print_chunk(out, chunk) => after,
+            Offer::Print if emit_chunk(out, chunk) => after,
             Offer::Print | Offer::Stop => Flow::Stop,
         }
     }
 
     fn error(&mut self, error: Error) -> Flow {
-        if self.shared.cfg.show_errors {
+        if self.shared.search.show_errors {
             // Flush first so the error shows up after the results before it.
             self.out.flush();
             match error.kind() {
@@ -183,15 +187,15 @@ impl Visitor for Printer<'_> {
 
 /// The chunk's entries ordered by size or modification time (ties keep the
 /// name order the walk sorted them in).
-fn sorted_by(chunk: &Chunk, key: SortArg) -> Vec<usize> {
+fn sorted_by(chunk: &Chunk, key: MetadataKey) -> Vec<usize> {
     let mut keyed: Vec<((i64, u32), usize)> = chunk
         .iter()
         .enumerate()
         .map(|(i, e)| {
             let m = e.metadata().ok();
             let k = match key {
-                SortArg::Size => m.map_or((0, 0), |m| (m.size as i64, 0)),
-                _ => m.map_or((0, 0), |m| (m.mtime, m.mtime_nsec)),
+                MetadataKey::Size => m.map_or((0, 0), |m| (m.size as i64, 0)),
+                MetadataKey::Mtime => m.map_or((0, 0), |m| (m.mtime, m.mtime_nsec)),
             };
             (k, i)
         })
@@ -200,18 +204,20 @@ fn sorted_by(chunk: &Chunk, key: SortArg) -> Vec<usize> {
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
-/// Run the search and write its results.
-pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
-    let ignore = cfg.ignore.take();
+/// Run the search, handing its results to writers made by `writer` (one
+/// per walking thread, and one more for results held back at first).
+/// Whether they could be written is the writers' to tell.
+pub fn run<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync) -> Outcome {
+    let ignore = search.ignore.take();
     // A root holding an --ignore-contain marker yields nothing, as in fd.
-    let roots: Vec<_> = cfg
+    let roots: Vec<_> = search
         .roots
         .iter()
         .filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r)))
         .cloned()
         .collect();
     let Some(first) = roots.first() else {
-        return if cfg.quiet {
+        return if search.quiet {
             Outcome::HasResults(false)
         } else {
             Outcome::Success
@@ -221,68 +227,53 @@ pub fn run(mut cfg: Config, sink: &Sink) -> Outcome {
     for root in &roots[1..] {
         builder = builder.add_root(root);
     }
-    let needs_finder = ignore.is_some() || !cfg.matcher.matches_all() || !cfg.filters.is_empty() || cfg.prune;
+    let needs_finder = ignore.is_some() || !search.selection.selects_all() || search.prune;
     let finder = needs_finder.then(|| {
         Arc::new(Finder {
             ignore,
-            matcher: cfg.matcher.clone(),
-            id: FINDERS.fetch_add(1, Ordering::Relaxed),
-            filters: cfg.filters.clone(),
-            follow: cfg.follow,
-            min_depth: cfg.min_depth,
-            prune: cfg.prune,
+            selection: search.selection.clone(),
+            min_depth: search.min_depth,
+            prune: search.prune,
         }) as Arc<dyn EntryFilter>
     });
     builder = builder
-        .order(cfg.order)
-        .threads(cfg.threads)
-        .io_depth(cfg.io_depth)
+        .order(search.order)
+        .threads(search.threads)
+        .io_depth(search.io_depth)
         // A search that stops at its first results finds shallow ones sooner.
-        .shallow_first(cfg.quiet || cfg.max_results.is_some())
-        .min_depth(cfg.min_depth)
-        .max_depth(cfg.max_depth)
-        .follow_links(cfg.follow)
-        .same_file_system(cfg.one_file_system)
-        .skip_hidden(cfg.skip_hidden)
-        .sort(cfg.sort)
+        .shallow_first(search.quiet || search.max_results.is_some())
+        .min_depth(search.min_depth)
+        .max_depth(search.max_depth)
+        .follow_links(search.follow)
+        .same_file_system(search.one_file_system)
+        .skip_hidden(search.skip_hidden)
+        .sort(search.sort)
         .filter(finder);
 
-    let stdout = sink.stdout();
     let shared = Shared {
-        cfg: &cfg,
+        search: &search,
         results: AtomicUsize::new(0),
         found: AtomicBool::new(false),
-        early: EarlyResults::new(cfg.hold_early),
+        early: EarlyResults::new(search.hold_early),
     };
     builder.visit(
         || Printer {
             shared: &shared,
-            out: sink.writer(),
+            out: writer(),
         },
         drop,
     );
     let found = shared.found.load(Ordering::Relaxed);
     if let Some((chunks, order)) = shared.early.finish() {
-        let mut out = sink.writer();
+        let mut out = writer();
         for (c, e) in order {
-            if !out.entry(&chunks[c].get(e), chunks[c].prefix()) {
+            if !out.emit(&chunks[c].get(e), chunks[c].prefix()) {
                 break;
             }
         }
         out.flush();
     }
-    if let Some(errno) = stdout.failure() {
-        print_error(format_args!(
-            "Could not write to output: {}",
-            std::io::Error::from(errno)
-        ));
-        return Outcome::Error;
-    }
-    if stdout.is_broken() {
-        // The reader went away (`fnd | head -1`): fd exits 1 without a word.
-        return Outcome::Error;
-    }
-    if cfg.quiet {
+    if search.quiet {
         Outcome::HasResults(found)
     } else {
         Outcome::Success
