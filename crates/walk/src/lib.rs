@@ -102,7 +102,6 @@ mod mounts;
 mod read;
 mod schedule;
 mod split;
-mod uring;
 mod walker;
 
 pub use entry::{Chunk, Entry, EntryRef, FileType};
@@ -110,5 +109,4 @@ pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::Metadata;
-pub use uring::IoUring;
 pub use walker::{cores, Flow, Order, Sort, Visitor, WalkBuilder, MAX_THREADS};

@@ -56,31 +56,6 @@ impl Metadata {
         }
     }
 
-    /// From what `statx` returned: the same fields `fstatat` fills.
-    #[cfg(feature = "io-uring")]
-    pub(crate) fn from_statx(st: &libc::statx) -> Self {
-        let time = |t: libc::statx_timestamp| (t.tv_sec, t.tv_nsec);
-        let ((atime, atime_nsec), (mtime, mtime_nsec), (ctime, ctime_nsec)) =
-            (time(st.stx_atime), time(st.stx_mtime), time(st.stx_ctime));
-        Metadata {
-            dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            mode: u32::from(st.stx_mode),
-            nlink: u64::from(st.stx_nlink),
-            uid: st.stx_uid,
-            gid: st.stx_gid,
-            rdev: libc::makedev(st.stx_rdev_major, st.stx_rdev_minor),
-            size: st.stx_size,
-            blocks: st.stx_blocks,
-            atime,
-            atime_nsec,
-            mtime,
-            mtime_nsec,
-            ctime,
-            ctime_nsec,
-        }
-    }
-
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.mode)
     }

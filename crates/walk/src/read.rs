@@ -18,7 +18,6 @@ use crate::error::Error;
 use crate::filter::{DirInfo, RawEntry};
 use crate::meta::Metadata;
 use crate::split::{self, Part};
-use crate::uring::BulkStat;
 use crate::walker::{Flow, Shared, Visitor};
 
 /// Size of the reused `getdents64` buffer: past 32 KiB the size barely
@@ -58,8 +57,6 @@ pub(crate) struct Reader {
     spare: Option<Chunk>,
     /// A directory listed whole before its entries are handed out.
     listing: Listing,
-    /// Bulk metadata (made on the first chunk that wants it).
-    stats: Option<BulkStat>,
     /// Directories this reader has listed.
     listed: usize,
 }
@@ -78,7 +75,6 @@ impl Reader {
             children: Vec::new(),
             spare: None,
             listing: Listing::default(),
-            stats: None,
             listed: 0,
         }
     }
@@ -360,7 +356,7 @@ impl Reader {
             }
             if emit && decision.emit {
                 chunk.push(name, file_type, target_type, entry.ino());
-                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor, &mut self.stats) == Flow::Stop {
+                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
                     return Flow::Stop;
                 }
             }
@@ -372,7 +368,7 @@ impl Reader {
         let flow = if chunk.is_empty() {
             Flow::Continue
         } else {
-            flush(shared, &mut chunk, fd, visitor, &mut self.stats)
+            flush(shared, &mut chunk, fd, visitor)
         };
         chunk.fd = -1;
         self.spare = Some(chunk);
@@ -422,19 +418,12 @@ use std::os::unix::ffi::OsStrExt;
 
 /// Hand a full chunk to the visitor (with metadata first, if asked for),
 /// then empty it for the next entries.
-fn flush<V: Visitor>(
-    shared: &Shared,
-    chunk: &mut Chunk,
-    fd: std::os::fd::BorrowedFd<'_>,
-    visitor: &mut V,
-    stats: &mut Option<BulkStat>,
-) -> Flow {
+fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, visitor: &mut V) -> Flow {
     if shared.stopped() {
         return Flow::Stop;
     }
     if shared.cfg.metadata {
-        let stats = stats.get_or_insert_with(|| BulkStat::new(shared.cfg.io_uring));
-        fill_metadata(chunk, fd, shared.cfg.follow_links, stats);
+        fill_metadata(chunk, fd, shared.cfg.follow_links);
     }
     let flow = visitor.visit(chunk);
     chunk.clear();
@@ -450,13 +439,16 @@ fn flush<V: Visitor>(
 /// dropped before each run, alternating) and gained nothing on this
 /// virtio disk: src 405 ms against 398 (median of 7), million 6.05 s
 /// against 6.02 (of 3).
-fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool, stats: &mut BulkStat) {
+fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool) {
     let names = &chunk.names;
     let slots = chunk
         .slots
         .iter()
         .map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
-    stats.stat_all(fd, follow, slots, &mut chunk.meta);
+    chunk.meta.clear();
+    chunk
+        .meta
+        .extend(slots.map(|name| crate::meta::stat_entry(fd, name, follow)));
 }
 
 /// The type of what the link `name` in `dir` leads to. A dangling link

@@ -87,8 +87,6 @@ pub(crate) struct Config {
     pub(crate) same_file_system: bool,
     pub(crate) skip_hidden: bool,
     pub(crate) metadata: bool,
-    /// When bulk metadata goes through io_uring.
-    pub(crate) io_uring: crate::IoUring,
     pub(crate) sort: Option<Sort>,
     pub(crate) chunk_size: usize,
     pub(crate) max_open_fds: Option<usize>,
@@ -146,7 +144,6 @@ impl WalkBuilder {
                 same_file_system: false,
                 skip_hidden: false,
                 metadata: false,
-                io_uring: crate::IoUring::default(),
                 sort: None,
                 chunk_size: 512,
                 max_open_fds: None,
@@ -389,36 +386,6 @@ impl WalkBuilder {
     /// ```
     pub fn metadata(mut self, yes: bool) -> Self {
         self.cfg.metadata = yes;
-        self
-    }
-
-    /// When [`metadata`](Self::metadata)'s stats go through io_uring: a
-    /// chunk's stats submitted together, so that the file system has them
-    /// all in flight. The default is [`IoUring::Never`](crate::IoUring::Never),
-    /// one `fstatat` per entry: io_uring was slower in every case measured,
-    /// hot or cold (the figures are on [`IoUring`](crate::IoUring)). The
-    /// ring is only built in with the crate's `io-uring` feature; without
-    /// it, or where the kernel has no io_uring, or a sandbox forbids it,
-    /// every setting falls back to `fstatat`. The results are the same
-    /// either way.
-    ///
-    /// ```
-    /// use fnd_walk::{IoUring, WalkBuilder};
-    /// #
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("file"), "12345").unwrap();
-    /// # let root = dir.path();
-    /// let total: u64 = WalkBuilder::new(root)
-    ///     .min_depth(1)
-    ///     .metadata(true)
-    ///     .io_uring(IoUring::Always)
-    ///     .iter()
-    ///     .map(|e| e.unwrap().cached_metadata().map_or(0, |m| m.size))
-    ///     .sum();
-    /// assert_eq!(total, 5);
-    /// ```
-    pub fn io_uring(mut self, when: crate::IoUring) -> Self {
-        self.cfg.io_uring = when;
         self
     }
 
