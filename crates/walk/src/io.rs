@@ -29,12 +29,9 @@ use crossbeam_deque::Worker;
 
 use crate::dir::Job;
 
-/// Default most reads in flight when the walk finds itself waiting on I/O.
-/// Listing the cold src tree (caches dropped before each run, median of 9),
-/// a depth of 16 took 156 ms, 32 took 141, 64 took 119 and 128 took 116;
-/// on the cold million tree 64 took 0.83x the time of 16, and 128 0.92x
-/// the time of 64 (256: slower than 128). `fdu -s`, whose stats keep both
-/// CPUs busy, is the same at 16 to 128. A hot walk never grows, and added
+/// Default most reads in flight when the walk finds itself waiting on I/O:
+/// the fastest cold listing measured (figures: BENCHMARKS.md, Other
+/// measurements, "Cold cache, 2026-11-24"). A hot walk never grows, and added
 /// workers take their descriptors only when they start
 /// (`walker::reserve_worker_fds`), so a hot walk pays nothing for the depth.
 pub(crate) const AUTO_IO_DEPTH: usize = 128;

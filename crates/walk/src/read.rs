@@ -435,10 +435,8 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: std::os::fd::Borrow
 
 /// Stat every entry of a chunk relative to its directory: the bulk fetch
 /// that spares callers a second stat per entry. In listing order: stats
-/// sorted by inode number were measured on a cold cache (`fdu -s`, caches
-/// dropped before each run, alternating) and gained nothing on this
-/// virtio disk: src 405 ms against 398 (median of 7), million 6.05 s
-/// against 6.02 (of 3).
+/// sorted by inode number gained nothing on a cold cache (BENCHMARKS.md,
+/// Other measurements, "Stats in inode order").
 fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool) {
     let names = &chunk.names;
     let slots = chunk

@@ -93,13 +93,13 @@ struct Pool {
 }
 
 /// The largest frontier of a shallow-first walk, serial or parallel. Each
-/// pending directory keeps its parent's descriptor open; an unbounded frontier (11k
-/// directories a level deep in the million tree) overruns the descriptor
-/// budget and opens by path, and a whole walk took 1.18x as long as
-/// depth-first. Past the bound the walk goes depth-first below the frontier:
-/// a whole walk of the million tree then costs 1.03x (one thread) and
-/// 1.07x (two) of depth-first, while `-1` for a file three levels down in
-/// the src tree takes 2.8 ms instead of 14.7 (two threads) or 92 (one).
+/// pending directory keeps its parent's descriptor open; an unbounded
+/// frontier (11k directories a level deep in the million tree) overruns the
+/// descriptor budget and opens by path, and a whole walk took 1.18x as long
+/// as depth-first. Past the bound the walk goes depth-first below the
+/// frontier, which costs a whole walk little and finds shallow entries
+/// much sooner (figures: BENCHMARKS.md, "The shallow-first frontier",
+/// 2026-11-22).
 const SHALLOW_FRONTIER: usize = 1024;
 
 impl Pool {
