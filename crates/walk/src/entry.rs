@@ -24,12 +24,19 @@ use crate::meta::Metadata;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileType {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link (never followed by the type: see [`EntryRef::target_type`](crate::EntryRef::target_type)).
     Symlink,
+    /// A block device.
     BlockDevice,
+    /// A character device.
     CharDevice,
+    /// A named pipe.
     Fifo,
+    /// A Unix socket.
     Socket,
     /// The file system did not say; the engine resolves this with a stat
     /// before it decides whether to descend, so callers rarely see it.

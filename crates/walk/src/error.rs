@@ -14,7 +14,10 @@ pub enum ErrorKind {
     /// A system call failed (EACCES, ENOENT for an entry that vanished, ELOOP, …).
     Io(Errno),
     /// Following symlinks led back to a directory that is its own ancestor.
-    Loop { ancestor: PathBuf },
+    Loop {
+        /// The ancestor the link leads back to.
+        ancestor: PathBuf,
+    },
     /// A symlink met while following links whose target cannot be reached:
     /// ELOOP (a link to itself), ENOTDIR, EACCES. A dangling link (ENOENT)
     /// is not an error: it is yielded as a link.
@@ -61,10 +64,12 @@ impl Error {
         &self.path
     }
 
+    /// The depth of the path (a root is 0).
     pub fn depth(&self) -> usize {
         self.depth
     }
 
+    /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }

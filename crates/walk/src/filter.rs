@@ -27,10 +27,13 @@ pub struct DirInfo<'a> {
 
 /// An entry as the directory listed it, before it is put in a chunk.
 pub struct RawEntry<'a> {
+    /// The name as the directory lists it.
     pub name: &'a [u8],
     /// Path of the directory holding it, followed by `/`.
     pub parent_prefix: &'a [u8],
+    /// Depth of the entry (a root's entries are depth 1).
     pub depth: usize,
+    /// The type the listing gave (a symlink stays a symlink).
     pub file_type: FileType,
     /// The type of a symlink's target when the walk follows links.
     pub target_type: FileType,
@@ -56,10 +59,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Yield the entry and, for a directory, read it.
     pub const KEEP: Decision = Decision {
         emit: true,
         descend: true,
     };
+    /// Neither yield the entry nor read it.
     pub const SKIP: Decision = Decision {
         emit: false,
         descend: false,

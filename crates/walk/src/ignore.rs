@@ -75,6 +75,9 @@ impl Default for IgnoreBuilder {
 }
 
 impl IgnoreBuilder {
+    /// Every source on (`.gitignore` and `.git/info/exclude` only inside a
+    /// repository, git's global excludes file, `.ignore`), hidden entries
+    /// skipped, the directories above each root read.
     pub fn new() -> Self {
         IgnoreBuilder {
             hidden: true,

@@ -12,22 +12,35 @@ use crate::entry::FileType;
 /// The parts of `struct stat` that finders and disk-usage tools use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Metadata {
+    /// Device of the file system holding the file (`st_dev`).
     pub dev: u64,
+    /// Inode number (`st_ino`).
     pub ino: u64,
+    /// Type and permission bits (`st_mode`).
     pub mode: u32,
+    /// Number of hard links (`st_nlink`).
     pub nlink: u64,
+    /// Owner's user id.
     pub uid: u32,
+    /// Owner's group id.
     pub gid: u32,
+    /// Device a device file stands for (`st_rdev`).
     pub rdev: u64,
     /// Apparent size in bytes.
     pub size: u64,
     /// Allocated 512-byte blocks.
     pub blocks: u64,
+    /// Last access, seconds since the epoch.
     pub atime: i64,
+    /// Nanoseconds of `atime`.
     pub atime_nsec: u32,
+    /// Last change of the contents, seconds since the epoch.
     pub mtime: i64,
+    /// Nanoseconds of `mtime`.
     pub mtime_nsec: u32,
+    /// Last change of the inode, seconds since the epoch.
     pub ctime: i64,
+    /// Nanoseconds of `ctime`.
     pub ctime_nsec: u32,
 }
 
@@ -56,10 +69,12 @@ impl Metadata {
         }
     }
 
+    /// The type encoded in `mode`.
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.mode)
     }
 
+    /// Whether it is a directory (a symlink's own metadata never is).
     pub fn is_dir(&self) -> bool {
         self.file_type() == FileType::Dir
     }

@@ -54,6 +54,7 @@ pub(crate) trait ChildName {
 /// Whether the walk goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flow {
+    /// Go on walking.
     Continue,
     /// Stop the whole walk: every thread stops at its next chunk.
     Stop,
