@@ -8,6 +8,10 @@
 //! the targets", 2026-11-22). Records are parsed as `RawDir` does (a
 //! pointer per record, `strlen` for the name): a safe, bounds-checked parse
 //! cost 2% of a serial listing.
+//!
+//! Offers [`DirStream`] (the records of one open directory, read from where
+//! its descriptor stands) and [`Record`]. Relies on nothing else in this
+//! crate.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};

@@ -1,90 +1,22 @@
-//! What a walk yields: entries grouped in chunks that share one parent directory.
+//! What a walk hands out: the entries of one directory in chunks, and
+//! views of single entries.
+//!
+//! Offers [`Chunk`] (a batch of entries of one directory), [`EntryRef`]
+//! (one entry of a chunk, borrowed) and [`Entry`] (one entry, owned).
+//! Relies on `dir` for the directory entries share (its path, depth and
+//! filter state), on `meta` for types and stat calls, and on `filter` for
+//! the filter state's type.
 
 use std::ffi::OsStr;
 use std::os::fd::{BorrowedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::dir::Dir;
+use crate::filter::FilterState;
+pub use crate::meta::FileType;
 use crate::meta::Metadata;
-
-/// The type of an entry, as `getdents64` reported it in `d_type` (or as a
-/// stat found it, for file systems that answer `DT_UNKNOWN`).
-///
-/// ```
-/// use fnd_walk::{FileType, WalkBuilder};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::os::unix::fs::symlink("nowhere", dir.path().join("link")).unwrap();
-/// let entry = WalkBuilder::new(dir.path()).min_depth(1).iter().next().unwrap().unwrap();
-/// assert!(entry.file_type().is_symlink());
-/// assert!(!entry.file_type().is_dir() && !entry.file_type().is_file());
-/// assert_eq!(FileType::from_mode(0o040755), FileType::Dir);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileType {
-    /// A regular file.
-    File,
-    /// A directory.
-    Dir,
-    /// A symbolic link (never followed by the type: see [`EntryRef::target_type`](crate::EntryRef::target_type)).
-    Symlink,
-    /// A block device.
-    BlockDevice,
-    /// A character device.
-    CharDevice,
-    /// A named pipe.
-    Fifo,
-    /// A Unix socket.
-    Socket,
-    /// The file system did not say; the engine resolves this with a stat
-    /// before it decides whether to descend, so callers rarely see it.
-    Unknown,
-}
-
-impl FileType {
-    pub(crate) fn from_rustix(t: rustix::fs::FileType) -> Self {
-        use rustix::fs::FileType as T;
-        match t {
-            T::RegularFile => FileType::File,
-            T::Directory => FileType::Dir,
-            T::Symlink => FileType::Symlink,
-            T::BlockDevice => FileType::BlockDevice,
-            T::CharacterDevice => FileType::CharDevice,
-            T::Fifo => FileType::Fifo,
-            T::Socket => FileType::Socket,
-            _ => FileType::Unknown,
-        }
-    }
-
-    /// The type a directory record gives (`d_type`): its value is the
-    /// `st_mode` type bits shifted down by 12 (C's `DTTOIF`), `DT_UNKNOWN`
-    /// included (0, which no mode type has).
-    pub(crate) fn from_d_type(d_type: u8) -> Self {
-        Self::from_mode(u32::from(d_type) << 12)
-    }
-
-    /// The type encoded in a `st_mode`.
-    pub fn from_mode(mode: u32) -> Self {
-        Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))
-    }
-
-    /// A directory (a symlink to one is [`Symlink`](Self::Symlink)).
-    pub fn is_dir(self) -> bool {
-        self == FileType::Dir
-    }
-
-    /// A regular file.
-    pub fn is_file(self) -> bool {
-        self == FileType::File
-    }
-
-    /// A symbolic link.
-    pub fn is_symlink(self) -> bool {
-        self == FileType::Symlink
-    }
-}
 
 /// One entry's place in a chunk: the name lives in the chunk's shared name buffer.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +27,12 @@ pub(crate) struct Slot {
     /// For a symlink followed with `follow_links`, the type of its target.
     pub(crate) target_type: FileType,
     pub(crate) ino: u64,
+}
+
+impl Slot {
+    fn name<'a>(&self, names: &'a [u8]) -> &'a [u8] {
+        &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
+    }
 }
 
 /// A batch of entries read from one directory.
@@ -156,6 +94,17 @@ impl Chunk {
         self.meta.clear();
     }
 
+    /// The names of the entries, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.slots.iter().map(|s| s.name(&self.names))
+    }
+
+    /// Sort the entries by name bytes.
+    pub(crate) fn sort_by_name(&mut self) {
+        let names = &self.names;
+        self.slots.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
+    }
+
     /// Number of entries in the chunk.
     pub fn len(&self) -> usize {
         self.slots.len()
@@ -194,7 +143,7 @@ impl Chunk {
     /// The state the walk's filter attached to this chunk's directory (what
     /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
     /// a visitor can add to per-directory data without a lookup.
-    pub fn filter_state(&self) -> Option<&crate::filter::FilterState> {
+    pub fn filter_state(&self) -> Option<&FilterState> {
         self.dir.filter_state.as_ref()
     }
 
@@ -299,8 +248,7 @@ impl<'a> EntryRef<'a> {
 
     /// The entry's name as the directory stores it (for a root: the root path as given).
     pub fn name_bytes(&self) -> &'a [u8] {
-        let s = self.slot();
-        &self.chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize]
+        self.slot().name(&self.chunk.names)
     }
 
     /// The name as an `OsStr`.
@@ -388,8 +336,6 @@ impl std::fmt::Debug for EntryRef<'_> {
             .finish()
     }
 }
-
-use std::os::unix::ffi::OsStringExt;
 
 impl<'a> EntryRef<'a> {
     /// The open directory holding the entry, while its chunk is visited on
@@ -543,28 +489,6 @@ impl Entry {
         match self.metadata {
             Some(m) => Ok(m),
             None => crate::meta::stat_path(&self.path, false),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::FileType;
-
-    #[test]
-    fn record_types_read_as_mode_types() {
-        let types = [
-            (libc::DT_REG, FileType::File),
-            (libc::DT_DIR, FileType::Dir),
-            (libc::DT_LNK, FileType::Symlink),
-            (libc::DT_BLK, FileType::BlockDevice),
-            (libc::DT_CHR, FileType::CharDevice),
-            (libc::DT_FIFO, FileType::Fifo),
-            (libc::DT_SOCK, FileType::Socket),
-            (libc::DT_UNKNOWN, FileType::Unknown),
-        ];
-        for (d_type, file_type) in types {
-            assert_eq!(FileType::from_d_type(d_type), file_type, "{d_type}");
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Errors met during a walk. They are reported per entry and never end the
 //! walk by themselves: the caller decides (see `Visitor::error`).
+//!
+//! Offers [`Error`] (a path, its depth and what went wrong) and
+//! [`ErrorKind`]. Relies on nothing else in this crate.
 
 use std::ffi::OsStr;
 use std::fmt;

@@ -1,12 +1,19 @@
-//! The hook that decides, per entry, whether it is yielded and whether the
-//! walk descends into it. It sees every directory once before its entries,
-//! so it can carry inherited state down the tree (ignore rules, say).
+//! The filter contract: what decides, per entry, whether it is yielded and
+//! whether the walk descends into it.
+//!
+//! Offers [`EntryFilter`] (called by the reader on the thread that reads a
+//! directory: [`enter`](EntryFilter::enter) once per directory, before its
+//! entries, so a filter can carry inherited state down the tree, ignore
+//! rules, say; then [`decide`](EntryFilter::decide) per entry), what it is
+//! shown ([`DirInfo`], [`RawEntry`]) and what it answers ([`Decision`],
+//! [`FilterState`]). Relies on `meta` for [`FileType`] only: filters are
+//! written against this contract, never against the reader.
 
 use std::any::Any;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::entry::FileType;
+use crate::meta::FileType;
 
 /// State a filter attaches to a directory; its children's directories see it as `parent`.
 pub type FilterState = Arc<dyn Any + Send + Sync>;

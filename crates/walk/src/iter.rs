@@ -1,5 +1,10 @@
 //! Iterators over a walk that runs on other threads.
 //!
+//! Offers [`Chunks`] and [`Walk`] (and the builder methods that start them:
+//! [`WalkBuilder::chunks`], [`WalkBuilder::iter`], `IntoIterator`). Relies
+//! on the builder to run the walk, with one visitor per walking thread that
+//! sends its chunks through a channel.
+//!
 //! The walk (serial or parallel) runs on a background thread and its
 //! workers; they send batches of chunks (at least `chunk_size` entries, so
 //! a tree of small directories does not cost a channel operation and a
@@ -13,9 +18,11 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 
+use crate::builder::WalkBuilder;
 use crate::entry::{Chunk, Entry};
 use crate::error::Error;
-use crate::walker::{Flow, Order, Visitor, WalkBuilder};
+use crate::settings::Order;
+use crate::visit::{Flow, Visitor};
 
 impl WalkBuilder {
     /// Batches the iterators' channel holds before the walking threads wait
