@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor, WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, RawEntry, Visitor,
+    WalkBuilder,
 };
 
 use crate::cli::SortArg;
@@ -121,10 +122,9 @@ impl Printer<'_> {
     }
 }
 
-/// Write every entry of a chunk; false when output is gone.
-fn print_chunk(out: &mut ResultWriter<'_>, chunk: &Chunk) -> bool {
-    let prefix = chunk.prefix();
-    chunk.iter().all(|entry| out.entry(&entry, prefix))
+/// Write every entry of a chunk (its `prefix`, then its `entries`); false when output is gone.
+fn print_chunk<'e>(out: &mut ResultWriter<'_>, prefix: &[u8], mut entries: impl Iterator<Item = EntryRef<'e>>) -> bool {
+    entries.all(|entry| out.entry(&entry, prefix))
 }
 
 impl Visitor for Printer<'_> {
@@ -157,9 +157,12 @@ impl Visitor for Printer<'_> {
                 kept <= allowed
             });
         }
-        match shared.early.offer(chunk, |held| print_chunk(out, held)) {
+        match shared
+            .early
+            .offer(chunk, |held| print_chunk(out, held.prefix(), held.iter()))
+        {
             Offer::Held => after,
-            Offer::Print if print_chunk(out, chunk) => after,
+            Offer::Print if print_chunk(out, chunk.prefix(), chunk.iter()) => after,
             Offer::Print | Offer::Stop => Flow::Stop,
         }
     }

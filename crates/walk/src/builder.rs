@@ -60,7 +60,7 @@ pub(crate) struct Config {
 ///
 /// struct Count(usize);
 /// impl Visitor for Count {
-///     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+///     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
 ///         self.0 += chunk.len();
 ///         Flow::Continue
 ///     }
@@ -186,7 +186,7 @@ impl WalkBuilder {
     /// # use fnd_walk::{Chunk, Flow, Visitor};
     /// # struct Count(usize);
     /// # impl Visitor for Count {
-    /// #     fn visit(&mut self, chunk: &mut Chunk) -> Flow { self.0 += chunk.len(); Flow::Continue }
+    /// #     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow { self.0 += chunk.len(); Flow::Continue }
     /// # }
     /// ```
     pub fn io_depth(mut self, n: usize) -> Self {

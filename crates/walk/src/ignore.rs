@@ -20,7 +20,7 @@
 //!
 //! struct Names(Vec<String>);
 //! impl Visitor for Names {
-//!     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+//!     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
 //!         self.0.extend(chunk.iter().map(|e| e.file_name().to_string_lossy().into_owned()));
 //!         Flow::Continue
 //!     }

@@ -94,7 +94,7 @@
 //! 3. descriptors: `budget` (how many stay open), `dir` (how a directory is
 //!    opened and how long its descriptor lives);
 //! 4. what a visitor gets and what a walk is: [`entry`] ([`Chunk`],
-//!    [`EntryRef`], [`Entry`]), `visit` ([`Visitor`],
+//!    [`ChunkBuf`], [`EntryRef`], [`Entry`]), `visit` ([`Visitor`],
 //!    [`Flow`]), `settings` (the resolved options, the stop flag);
 //! 5. reading one directory: `io` (do reads wait?), `split` (one huge
 //!    directory in parts), `read` (one directory → chunks);
@@ -123,7 +123,7 @@ mod split;
 mod visit;
 
 pub use builder::{cores, WalkBuilder, MAX_THREADS};
-pub use entry::{Chunk, Entry, EntryRef};
+pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 pub use iter::{Chunks, Walk};

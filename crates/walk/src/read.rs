@@ -10,7 +10,7 @@
 //!
 //! Relies on the contracts below it: [`Shared`] (the resolved settings, the
 //! roots, the stop flag, the descriptor budget), [`Visitor`]/[`Flow`], the
-//! filter contract, and [`Chunk`]; on `dir` to open
+//! filter contract, and [`ChunkBuf`]/[`Chunk`]; on `dir` to open
 //! directories and keep their descriptors, `split` to cut a huge directory,
 //! and on `dirent` and `meta` for the system calls.
 //!
@@ -29,7 +29,7 @@ use rustix::io::Errno;
 use self::listing::{Listing, Source};
 use crate::dir::{Dir, Pending};
 use crate::dirent::DirStream;
-use crate::entry::Chunk;
+use crate::entry::{Chunk, ChunkBuf};
 use crate::error::Error;
 use crate::filter::{Decision, DirInfo, RawEntry};
 use crate::meta::{FileType, Metadata};
@@ -87,7 +87,7 @@ pub(crate) struct Reader {
     child_names: Vec<u8>,
     children: Vec<Child>,
     /// Buffers of the last chunk, to be reused by the next one.
-    spare: Option<Chunk>,
+    spare: Option<ChunkBuf>,
     /// A directory listed whole before its entries are handed out.
     listing: Listing,
     /// Directories this reader has listed.
@@ -121,14 +121,14 @@ impl Reader {
         self.listed > TRUST_SHORT_READS_AFTER && shared.short_read_ends()
     }
 
-    fn chunk_for(&mut self, dir: Arc<Dir>) -> Chunk {
+    fn chunk_for(&mut self, dir: Arc<Dir>) -> ChunkBuf {
         match self.spare.take() {
             Some(mut c) => {
                 c.clear();
                 c.dir = dir;
                 c
             }
-            None => Chunk::new(dir),
+            None => ChunkBuf::new(dir),
         }
     }
 
@@ -316,7 +316,6 @@ impl Reader {
             settings.chunk_size
         };
         let mut chunk = self.chunk_for(dir.clone());
-        chunk.fd = raw_fd;
         let mut source = if listed {
             Source::Listed(self.listing.replay())
         } else {
@@ -419,7 +418,6 @@ impl Reader {
         } else {
             flush(shared, &mut chunk, fd, visitor)
         };
-        chunk.fd = -1;
         self.spare = Some(chunk);
         flow
     }
@@ -435,7 +433,7 @@ impl Reader {
         visitor: &mut V,
         fd: Option<&OwnedFd>,
     ) -> Flow {
-        let mut chunk = Chunk::new(Dir::root_parent(0));
+        let mut chunk = ChunkBuf::new(Dir::root_parent(0));
         chunk.push(path, file_type, file_type, ino);
         if shared.settings.metadata {
             let m = match fd {
@@ -444,7 +442,8 @@ impl Reader {
             };
             chunk.meta.push(m);
         }
-        let flow = visitor.visit(&mut chunk);
+        // A root has no parent the walk opened: its chunk lends no descriptor.
+        let flow = visitor.visit(&mut Chunk::lend(&mut chunk, None));
         if flow == Flow::Stop {
             shared.stop();
         }
@@ -466,15 +465,16 @@ impl Reader {
 }
 
 /// Hand a full chunk to the visitor (with metadata first, if asked for),
-/// then empty it for the next entries.
-fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: BorrowedFd<'_>, visitor: &mut V) -> Flow {
+/// lending it the directory's descriptor for the visit, then empty it for
+/// the next entries.
+fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, visitor: &mut V) -> Flow {
     if shared.stopped() {
         return Flow::Stop;
     }
     if shared.settings.metadata {
         fill_metadata(chunk, fd, shared.settings.follow_links);
     }
-    let flow = visitor.visit(chunk);
+    let flow = visitor.visit(&mut Chunk::lend(chunk, Some(fd)));
     chunk.clear();
     if flow == Flow::Stop {
         shared.stop();
@@ -486,7 +486,7 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut Chunk, fd: BorrowedFd<'_>, vis
 /// that spares callers a second stat per entry. In listing order: stats
 /// sorted by inode number gained nothing on a cold cache (BENCHMARKS.md,
 /// Other measurements, "Stats in inode order").
-fn fill_metadata(chunk: &mut Chunk, fd: BorrowedFd<'_>, follow: bool) {
+fn fill_metadata(chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, follow: bool) {
     let mut meta = std::mem::take(&mut chunk.meta);
     meta.clear();
     meta.extend(chunk.names().map(|name| crate::meta::stat_entry(fd, name, follow)));

@@ -23,9 +23,10 @@ pub enum Flow {
 /// Receives the walk's output on the thread that read it. In a parallel walk
 /// each worker thread has its own visitor (see [`WalkBuilder::visit`](crate::WalkBuilder::visit)).
 pub trait Visitor: Send {
-    /// A batch of entries from one directory. The chunk may be emptied or
-    /// taken ([`Chunk::take`]); the walk reuses its buffers afterwards.
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow;
+    /// A batch of entries from one directory, while the directory is open
+    /// (see [`Chunk`]). The chunk may be emptied or its entries taken
+    /// ([`Chunk::take`]); the walk reuses its buffers afterwards.
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow;
 
     /// An error at one path; the walk goes on unless this returns `Stop`.
     fn error(&mut self, error: Error) -> Flow {

@@ -9,7 +9,7 @@ use fnd_walk::{Chunk, Flow, Order, Visitor, WalkBuilder};
 
 struct Paths(Vec<String>);
 impl Visitor for Paths {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         for e in chunk.iter() {
             let mut p = Vec::new();
             e.write_path(&mut p);

@@ -12,7 +12,7 @@ use fnd_walk::{Chunk, Flow, Visitor, WalkBuilder};
 fn a_blocked_walk_grows_and_reports_everything_once() {
     struct Slow(Vec<Vec<u8>>);
     impl Visitor for Slow {
-        fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
             std::thread::sleep(Duration::from_micros(300));
             for e in chunk.iter() {
                 let mut p = Vec::new();

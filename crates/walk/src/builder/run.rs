@@ -153,7 +153,7 @@ where
     S: Send,
     F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
 {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         for entry in chunk.iter() {
             if (self.f)(&mut self.state, Ok(entry)) == Flow::Stop {
                 return Flow::Stop;
@@ -177,7 +177,7 @@ struct Guard<'a, V> {
 }
 
 impl<V: Visitor> Visitor for Guard<'_, V> {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         self.visitor
             .as_mut()
             .expect("visitor taken only at the end")
