@@ -98,7 +98,8 @@
 //!    [`Flow`]), `settings` (the resolved options, the stop flag);
 //! 5. reading one directory: `io` (do reads wait?), `split` (one huge
 //!    directory in parts), `read` (one directory → chunks);
-//! 6. who reads what next: `schedule` (the serial orders, the thread pool);
+//! 6. who reads what next: `schedule` (the serial orders, the thread pool,
+//!    and the seam where a scheduler spanning processes plugs in);
 //! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
 //!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]).
 

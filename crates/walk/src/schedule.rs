@@ -5,8 +5,9 @@
 //! (`crate::read`), one job at a time; this module only orders the jobs and
 //! hands them out. Relies on `read` for [`Reader`](crate::read::Reader) and
 //! [`Job`], on the contracts (`settings`, `visit`) for what a walk is and
-//! who consumes it, on `budget` for added workers' descriptors and on `io`
-//! for the probe that says reads wait.
+//! who consumes it, on `dir` to describe pending directories, on `budget`
+//! for added workers' descriptors and on `io` for the probe that says reads
+//! wait.
 //!
 //! * `serial`: the serial orders, on the calling thread: a queue
 //!   (breadth-first), a stack (depth-first), or both (a bounded frontier).
@@ -16,10 +17,28 @@
 //!   subtrees; shallow-first puts new jobs on one shared FIFO queue instead,
 //!   up to a bounded frontier. Workers are added while reads wait on I/O,
 //!   and placed one per CPU at the start.
+//!
+//! # Where another scheduler plugs in
+//!
+//! The pool (`pool::run`) runs beside a `pool::Remote`: a party that
+//! shares the walk with it, consulted between directories (`poll`) and
+//! when the pool is idle (`idle`), and that alone decides when the walk
+//! ends. The thread scheduler is the pool with `pool::Alone`, which ends
+//! the walk when nothing is pending here. A scheduler that spreads one walk
+//! over several processes (MPI) is the same pool with a remote of its own
+//! (a module beside `pool`), which gives pending directories away
+//! (`Pool::give_away`, oldest first) and adds the ones it receives
+//! (`Pool::take_in`) as `handoff::Handoff`s: a pending directory as plain
+//! data, rebuilt into a job in the other process. It adds its case to
+//! [`run`]; neither the reader nor the builder changes. `seam_tests` drives
+//! two pools through this seam.
 
 mod growth;
+mod handoff;
 mod place;
 mod pool;
+#[cfg(test)]
+mod seam_tests;
 mod serial;
 
 use crate::read::Job;
@@ -59,6 +78,6 @@ where
             make(),
             if settings.shallow_first { SHALLOW_FRONTIER } else { 0 },
         )),
-        Order::Parallel => pool::run(shared, root_jobs(shared).collect(), make, done),
+        Order::Parallel => pool::run(shared, root_jobs(shared).collect(), &pool::Alone, make, done),
     }
 }
