@@ -22,7 +22,11 @@ use crate::visit::{Flow, Visitor};
 /// the pool through [`Pool::give_away`], [`Pool::take_in`] and
 /// [`Pool::pending`], and it alone says when the walk is over.
 ///
-/// Both calls may come from several workers at once.
+/// Both calls may come from several workers at once. A walk stopped here
+/// (a visitor's `Flow::Stop`, a panic, the owner's stop flag) ends the
+/// pool's workers without asking the remote: telling the other side, and
+/// raising the flag (`Shared::stop`) when the other side stops, is the
+/// remote's part.
 pub(crate) trait Remote: Sync {
     /// Between two directories, on a worker that has just read one (or
     /// found none to read while others still read): the moment to answer
@@ -34,11 +38,13 @@ pub(crate) trait Remote: Sync {
     }
 
     /// Nothing is pending in this pool (no directory queued or being read
-    /// here, `pool.pending() == 0`). True ends the pool: the walk is over
-    /// everywhere, and no directory will come in any more. False keeps the
-    /// workers waiting (each asks again after a nap of at most a
-    /// millisecond; directories taken in wake them sooner). Once true, true
-    /// for good: the pool remembers it.
+    /// here: the worker saw `pool.pending() == 0` just before the call; a
+    /// remote that takes directories in from other workers' calls must look
+    /// again under its own lock, as nothing else adds to a pool at zero).
+    /// True ends the pool: the walk is over everywhere, and no directory
+    /// will come in any more. False keeps the workers waiting (each asks
+    /// again after a nap of at most a millisecond; directories taken in
+    /// wake them sooner). Once true, true for good: the pool remembers it.
     fn idle(&self, pool: &Pool<'_>) -> bool;
 }
 
