@@ -21,27 +21,16 @@ use crate::filter::{EntryFilter, RawEntry};
 use crate::hooks::{Keep, Prune};
 use crate::ignore::IgnoreBuilder;
 use crate::io::AUTO_IO_DEPTH;
-use crate::settings::{Order, Sort};
+use crate::settings::{Order, Settings, Sort};
 
-/// What the builder was told, before the walk resolves it into `Settings`.
+/// What the builder was told: the settings as given (resolved when the
+/// walk starts), and what only the builder uses.
 #[derive(Clone)]
 pub(crate) struct Config {
-    pub(crate) order: Order,
-    pub(crate) threads: usize,
-    /// Parallel workers take their shallowest pending directory first.
-    pub(crate) shallow_first: bool,
-    /// Most workers of a parallel walk once its reads wait on I/O (see `crate::io`).
-    pub(crate) io_depth: usize,
-    pub(crate) min_depth: usize,
-    pub(crate) max_depth: Option<usize>,
-    pub(crate) follow_links: bool,
-    pub(crate) same_file_system: bool,
-    pub(crate) skip_hidden: bool,
-    pub(crate) metadata: bool,
-    pub(crate) sort: Option<Sort>,
-    pub(crate) chunk_size: usize,
+    /// The options the layers below read, as given: `threads`, `io_depth`
+    /// and `filter` are resolved when the walk starts.
+    pub(crate) settings: Settings,
     pub(crate) max_open_fds: Option<usize>,
-    pub(crate) filter: Option<Arc<dyn EntryFilter>>,
     /// Filters added by the closure conveniences, judged after `filter`.
     pub(crate) hooks: Vec<Arc<dyn EntryFilter>>,
     pub(crate) lenient: bool,
@@ -85,20 +74,22 @@ impl WalkBuilder {
         WalkBuilder {
             roots: vec![root.as_ref().to_path_buf()],
             cfg: Config {
-                order: Order::default(),
-                threads: cores(),
-                shallow_first: false,
-                io_depth: AUTO_IO_DEPTH,
-                min_depth: 0,
-                max_depth: None,
-                follow_links: false,
-                same_file_system: false,
-                skip_hidden: false,
-                metadata: false,
-                sort: None,
-                chunk_size: 512,
+                settings: Settings {
+                    order: Order::default(),
+                    threads: cores(),
+                    shallow_first: false,
+                    io_depth: AUTO_IO_DEPTH,
+                    min_depth: 0,
+                    max_depth: None,
+                    follow_links: false,
+                    same_file_system: false,
+                    skip_hidden: false,
+                    metadata: false,
+                    sort: None,
+                    chunk_size: 512,
+                    filter: None,
+                },
                 max_open_fds: None,
-                filter: None,
                 hooks: Vec::new(),
                 lenient: false,
                 buffer_chunks: None,
@@ -144,7 +135,7 @@ impl WalkBuilder {
     /// assert_eq!(depths, [0, 1, 1, 2, 3]);
     /// ```
     pub fn order(mut self, order: Order) -> Self {
-        self.cfg.order = order;
+        self.cfg.settings.order = order;
         self
     }
 
@@ -165,7 +156,7 @@ impl WalkBuilder {
     /// each other (and `-j 100000` would take minutes just to spawn them).
     pub fn threads(mut self, n: usize) -> Self {
         let n = if n == 0 { cores() } else { n };
-        self.cfg.threads = n.min(MAX_THREADS);
+        self.cfg.settings.threads = n.min(MAX_THREADS);
         self
     }
 
@@ -190,7 +181,7 @@ impl WalkBuilder {
     /// # }
     /// ```
     pub fn io_depth(mut self, n: usize) -> Self {
-        self.cfg.io_depth = if n == 0 { AUTO_IO_DEPTH } else { n };
+        self.cfg.settings.io_depth = if n == 0 { AUTO_IO_DEPTH } else { n };
         self
     }
 
@@ -213,7 +204,7 @@ impl WalkBuilder {
     /// assert_eq!(first.map(|e| e.depth()), Some(2));
     /// ```
     pub fn shallow_first(mut self, yes: bool) -> Self {
-        self.cfg.shallow_first = yes;
+        self.cfg.settings.shallow_first = yes;
         self
     }
 
@@ -231,7 +222,7 @@ impl WalkBuilder {
     /// assert_eq!(paths, [root.join("a/b"), root.join("a/b/file")]);
     /// ```
     pub fn min_depth(mut self, depth: usize) -> Self {
-        self.cfg.min_depth = depth;
+        self.cfg.settings.min_depth = depth;
         self
     }
 
@@ -250,7 +241,7 @@ impl WalkBuilder {
     /// assert_eq!(paths, [root.to_path_buf(), root.join(".hidden"), root.join("a")]);
     /// ```
     pub fn max_depth(mut self, depth: Option<usize>) -> Self {
-        self.cfg.max_depth = depth;
+        self.cfg.settings.max_depth = depth;
         self
     }
 
@@ -277,7 +268,7 @@ impl WalkBuilder {
     /// assert!(loops >= 1);
     /// ```
     pub fn follow_links(mut self, yes: bool) -> Self {
-        self.cfg.follow_links = yes;
+        self.cfg.settings.follow_links = yes;
         self
     }
 
@@ -295,7 +286,7 @@ impl WalkBuilder {
     /// assert_eq!(WalkBuilder::new(root).same_file_system(true).iter().count(), 5);
     /// ```
     pub fn same_file_system(mut self, yes: bool) -> Self {
-        self.cfg.same_file_system = yes;
+        self.cfg.settings.same_file_system = yes;
         self
     }
 
@@ -312,7 +303,7 @@ impl WalkBuilder {
     /// assert_eq!(WalkBuilder::new(root).skip_hidden(true).iter().count(), 4);
     /// ```
     pub fn skip_hidden(mut self, yes: bool) -> Self {
-        self.cfg.skip_hidden = yes;
+        self.cfg.settings.skip_hidden = yes;
         self
     }
 
@@ -336,7 +327,7 @@ impl WalkBuilder {
     /// }
     /// ```
     pub fn metadata(mut self, yes: bool) -> Self {
-        self.cfg.metadata = yes;
+        self.cfg.settings.metadata = yes;
         self
     }
 
@@ -362,7 +353,7 @@ impl WalkBuilder {
     /// assert_eq!(names, [".hidden", "a"]);
     /// ```
     pub fn sort(mut self, sort: Option<Sort>) -> Self {
-        self.cfg.sort = sort;
+        self.cfg.settings.sort = sort;
         self
     }
 
@@ -384,7 +375,7 @@ impl WalkBuilder {
     /// assert_eq!(sizes.iter().sum::<usize>(), 12);
     /// ```
     pub fn chunk_size(mut self, n: usize) -> Self {
-        self.cfg.chunk_size = n.max(1);
+        self.cfg.settings.chunk_size = n.max(1);
         self
     }
 
@@ -433,7 +424,7 @@ impl WalkBuilder {
     /// assert_eq!(paths.len(), 2); // a, a/b; not a/b/file, not .hidden
     /// ```
     pub fn filter(mut self, filter: Option<Arc<dyn EntryFilter>>) -> Self {
-        self.cfg.filter = filter;
+        self.cfg.settings.filter = filter;
         self
     }
 

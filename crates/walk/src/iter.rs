@@ -129,8 +129,8 @@ pub struct Chunks {
 
 impl Chunks {
     fn start(mut builder: WalkBuilder) -> Chunks {
-        let walking_threads = if builder.cfg.order == Order::Parallel {
-            builder.cfg.threads.max(1)
+        let walking_threads = if builder.cfg.settings.order == Order::Parallel {
+            builder.cfg.settings.threads.max(1)
         } else {
             1
         };
@@ -138,7 +138,7 @@ impl Chunks {
         let (sender, receiver) = crossbeam_channel::bounded(capacity);
         let stop = Arc::new(AtomicBool::new(false));
         builder.cfg.stop = Some(stop.clone());
-        let batch_entries = builder.cfg.chunk_size;
+        let batch_entries = builder.cfg.settings.chunk_size;
         let walker = std::thread::Builder::new()
             .name("fnd-walk".into())
             .spawn(move || {

@@ -41,16 +41,17 @@ pub enum Sort {
     Name,
 }
 
-/// A walk's options, resolved by the builder for the layers below it.
+/// A walk's options: as the builder was given them, then resolved by it for
+/// the layers below (thread count, I/O depth, every filter folded into one).
 #[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) order: Order,
-    /// Worker threads: 1 for the serial orders.
+    /// Worker threads (resolved: 1 for the serial orders).
     pub(crate) threads: usize,
     /// Parallel workers take their shallowest pending directory first.
     pub(crate) shallow_first: bool,
     /// Most workers of a parallel walk once its reads wait on I/O (see
-    /// `crate::io`); 1 when the walk runs on one thread.
+    /// `crate::io`; resolved: 1 when the walk runs on one thread).
     pub(crate) io_depth: usize,
     pub(crate) min_depth: usize,
     pub(crate) max_depth: Option<usize>,
@@ -61,7 +62,8 @@ pub(crate) struct Settings {
     pub(crate) metadata: bool,
     pub(crate) sort: Option<Sort>,
     pub(crate) chunk_size: usize,
-    /// Every filter of the walk folded into one (`crate::hooks::Chain`).
+    /// The caller's filter (resolved: every filter of the walk folded into
+    /// one, `crate::hooks::Chain`).
     pub(crate) filter: Option<Arc<dyn EntryFilter>>,
 }
 

@@ -100,37 +100,29 @@ impl WalkBuilder {
     /// I/O depth, descriptor budget), every filter folded into one.
     fn resolve(&self) -> Shared {
         let cfg = &self.cfg;
-        let threads = if cfg.order == Order::Parallel {
-            cfg.threads.max(1)
+        let given = &cfg.settings;
+        let threads = if given.order == Order::Parallel {
+            given.threads.max(1)
         } else {
             1
         };
         // One worker runs serially, without the pool that could grow.
-        let io_depth = if threads > 1 { threads.max(cfg.io_depth) } else { 1 };
+        let io_depth = if threads > 1 { threads.max(given.io_depth) } else { 1 };
         let ignore = cfg
             .ignore
             .clone()
             .map(|rules| Arc::new(rules.build(&self.roots)) as Arc<dyn EntryFilter>);
-        let filters = cfg
+        let filters = given
             .filter
             .iter()
             .cloned()
             .chain(ignore)
             .chain(cfg.hooks.iter().cloned());
         let settings = Settings {
-            order: cfg.order,
             threads,
-            shallow_first: cfg.shallow_first,
             io_depth,
-            min_depth: cfg.min_depth,
-            max_depth: cfg.max_depth,
-            follow_links: cfg.follow_links,
-            same_file_system: cfg.same_file_system,
-            skip_hidden: cfg.skip_hidden,
-            metadata: cfg.metadata,
-            sort: cfg.sort,
-            chunk_size: cfg.chunk_size,
             filter: Chain::of(filters),
+            ..given.clone()
         };
         let roots = self.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect();
         Shared::new(
