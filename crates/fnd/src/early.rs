@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use fnd_walk::Chunk;
+use fnd_walk::{Chunk, ChunkBuf};
 
 /// Most results held back (fd's `MAX_BUFFER_LENGTH`).
 const HOLD_COUNT: usize = 1000;
@@ -23,7 +23,7 @@ pub struct EarlyResults {
 
 #[derive(Default)]
 struct Held {
-    chunks: Vec<Chunk>,
+    chunks: Vec<ChunkBuf>,
     count: usize,
 }
 
@@ -42,7 +42,7 @@ impl EarlyResults {
     /// search is young; otherwise `print` is given first whatever was held,
     /// in the order found, and the chunk is left for the caller to print.
     /// Returns false when `print` asked to stop.
-    pub fn offer(&self, chunk: &mut Chunk, mut print: impl FnMut(&Chunk) -> bool) -> Offer {
+    pub fn offer(&self, chunk: &mut Chunk, mut print: impl FnMut(&ChunkBuf) -> bool) -> Offer {
         if self.streaming.load(AtomicOrdering::Acquire) {
             return Offer::Print;
         }
@@ -70,7 +70,7 @@ impl EarlyResults {
 
     /// After the walk: the results still held, with the order to print them
     /// in: sorted by path when the search ended in time, else as found.
-    pub fn finish(self) -> Option<(Vec<Chunk>, Vec<EntryAt>)> {
+    pub fn finish(self) -> Option<(Vec<ChunkBuf>, Vec<EntryAt>)> {
         let held = self.held.into_inner().unwrap_or_else(|e| e.into_inner())?;
         let mut order: Vec<EntryAt> = held
             .chunks

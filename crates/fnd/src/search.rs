@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, ErrorKind, FilterState, Flow, Order, RawEntry, Sort, Visitor,
-    WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Order, RawEntry, Sort,
+    Visitor, WalkBuilder,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -125,10 +125,9 @@ impl<W> Printer<'_, W> {
     }
 }
 
-/// Hand on every entry of a chunk; false when output is gone.
-fn emit_chunk(out: &mut impl Emit, chunk: &Chunk) -> bool {
-    let prefix = chunk.prefix();
-    chunk.iter().all(|entry| out.emit(&entry, prefix))
+/// Hand on every entry of a chunk (its `prefix`, then its `entries`); false when output is gone.
+fn emit_chunk<'e>(out: &mut impl Emit, prefix: &[u8], mut entries: impl Iterator<Item = EntryRef<'e>>) -> bool {
+    entries.all(|entry| out.emit(&entry, prefix))
 }
 
 impl<W: Emit + Send> Visitor for Printer<'_, W> {
@@ -161,9 +160,12 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
                 kept <= allowed
             });
         }
-        match shared.early.offer(chunk, |held| emit_chunk(out, held)) {
+        match shared
+            .early
+            .offer(chunk, |held| emit_chunk(out, held.prefix(), held.iter()))
+        {
             Offer::Held => after,
-            Offer::Print if emit_chunk(out, chunk) => after,
+            Offer::Print if emit_chunk(out, chunk.prefix(), chunk.iter()) => after,
             Offer::Print | Offer::Stop => Flow::Stop,
         }
     }

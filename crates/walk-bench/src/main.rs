@@ -192,7 +192,7 @@ struct Totals {
 }
 
 impl Visitor for Totals {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         self.entries += chunk.len() as u64;
         self.size += chunk
             .iter()
@@ -216,11 +216,16 @@ fn fnd_visit(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
 }
 
 fn fnd_chunks(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {
-    let mut totals = Totals { entries: 0, size: 0 };
-    for mut chunk in fnd_builder(tree, threads, with_size).chunks().flatten() {
-        totals.visit(&mut chunk);
+    let (mut entries, mut size) = (0, 0);
+    for chunk in fnd_builder(tree, threads, with_size).chunks().flatten() {
+        entries += chunk.len() as u64;
+        size += chunk
+            .iter()
+            .filter_map(|e| e.cached_metadata())
+            .map(|m| m.size)
+            .sum::<u64>();
     }
-    (totals.entries, totals.size)
+    (entries, size)
 }
 
 fn fnd_iter(tree: &str, threads: usize, with_size: bool) -> (u64, u64) {

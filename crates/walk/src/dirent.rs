@@ -4,11 +4,14 @@
 //! much each call returned. On file systems that fill the buffer as far as
 //! the directory goes (see [`crate::mounts`]), a read that leaves room for
 //! another record is the last, and the call that would return 0 is skipped:
-//! one system call of four per directory. Interleaved medians: the serial
-//! floor on src 90.8 -> 83.7 ms; `fnd -u .` 0.96x on src and million,
-//! `fnd -j1 -u .` 0.97x, `fdu -s` 0.99x. Records are parsed as `RawDir`
-//! does (a pointer per record, `strlen` for the name): a safe, bounds-checked
-//! parse cost 2% of a serial listing.
+//! one system call of four per directory (figures: BENCHMARKS.md, "Against
+//! the targets", 2026-11-22). Records are parsed as `RawDir` does (a
+//! pointer per record, `strlen` for the name): a safe, bounds-checked parse
+//! cost 2% of a serial listing.
+//!
+//! Offers [`DirStream`] (the records of one open directory, read from where
+//! its descriptor stands) and [`Record`]. Relies on nothing else in this
+//! crate.
 
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd};

@@ -1,83 +1,34 @@
-//! What a walk yields: entries grouped in chunks that share one parent directory.
+//! What a walk hands out: the entries of one directory in chunks, and
+//! views of single entries.
+//!
+//! Offers [`Chunk`] (a visitor's view of a batch of entries while their
+//! directory is open on the thread that read it: its descriptor is lent to
+//! the entries for the length of the visit, and no longer), [`ChunkBuf`]
+//! (the entries moved out of a chunk, or received from the chunk
+//! iterator: owned, carrying no descriptor), [`EntryRef`] (one entry of
+//! either, borrowed) and [`Entry`] (one entry, owned). Relies on `dir` for
+//! the directory entries share (its path, depth and filter state), on
+//! `meta` for types and stat calls, and on `filter` for the filter state's
+//! type. The reader fills a `ChunkBuf` and lends it as a `Chunk`.
+//!
+//! A descriptor never outlives its borrow: a `Chunk<'a>` and the
+//! `EntryRef<'a>`s it gives out hold the directory's descriptor for `'a`,
+//! the visit, and what a visitor can keep (a [`ChunkBuf`] from
+//! [`Chunk::take`], an [`Entry`]) holds none, so its stats go by path.
+
+mod owned;
 
 use std::ffi::OsStr;
-use std::os::fd::{BorrowedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::BorrowedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use self::owned::Entry;
 use crate::dir::Dir;
+use crate::filter::FilterState;
+pub use crate::meta::FileType;
 use crate::meta::Metadata;
-
-/// The type of an entry, as `getdents64` reported it in `d_type` (or as a
-/// stat found it, for file systems that answer `DT_UNKNOWN`).
-///
-/// ```
-/// use fnd_walk::{FileType, WalkBuilder};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::os::unix::fs::symlink("nowhere", dir.path().join("link")).unwrap();
-/// let entry = WalkBuilder::new(dir.path()).min_depth(1).iter().next().unwrap().unwrap();
-/// assert!(entry.file_type().is_symlink());
-/// assert!(!entry.file_type().is_dir() && !entry.file_type().is_file());
-/// assert_eq!(FileType::from_mode(0o040755), FileType::Dir);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileType {
-    File,
-    Dir,
-    Symlink,
-    BlockDevice,
-    CharDevice,
-    Fifo,
-    Socket,
-    /// The file system did not say; the engine resolves this with a stat
-    /// before it decides whether to descend, so callers rarely see it.
-    Unknown,
-}
-
-impl FileType {
-    pub(crate) fn from_rustix(t: rustix::fs::FileType) -> Self {
-        use rustix::fs::FileType as T;
-        match t {
-            T::RegularFile => FileType::File,
-            T::Directory => FileType::Dir,
-            T::Symlink => FileType::Symlink,
-            T::BlockDevice => FileType::BlockDevice,
-            T::CharacterDevice => FileType::CharDevice,
-            T::Fifo => FileType::Fifo,
-            T::Socket => FileType::Socket,
-            _ => FileType::Unknown,
-        }
-    }
-
-    /// The type a directory record gives (`d_type`): its value is the
-    /// `st_mode` type bits shifted down by 12 (C's `DTTOIF`), `DT_UNKNOWN`
-    /// included (0, which no mode type has).
-    pub(crate) fn from_d_type(d_type: u8) -> Self {
-        Self::from_mode(u32::from(d_type) << 12)
-    }
-
-    /// The type encoded in a `st_mode`.
-    pub fn from_mode(mode: u32) -> Self {
-        Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))
-    }
-
-    /// A directory (a symlink to one is [`Symlink`](Self::Symlink)).
-    pub fn is_dir(self) -> bool {
-        self == FileType::Dir
-    }
-
-    /// A regular file.
-    pub fn is_file(self) -> bool {
-        self == FileType::File
-    }
-
-    /// A symbolic link.
-    pub fn is_symlink(self) -> bool {
-        self == FileType::Symlink
-    }
-}
 
 /// One entry's place in a chunk: the name lives in the chunk's shared name buffer.
 #[derive(Clone, Copy, Debug)]
@@ -90,12 +41,21 @@ pub(crate) struct Slot {
     pub(crate) ino: u64,
 }
 
-/// A batch of entries read from one directory.
+impl Slot {
+    fn name<'a>(&self, names: &'a [u8]) -> &'a [u8] {
+        &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
+    }
+}
+
+/// Entries read from one directory, owned: what [`Chunk::take`] moves out
+/// of a visited chunk and what the chunk iterator
+/// ([`WalkBuilder::chunks`](crate::WalkBuilder::chunks)) yields.
 ///
-/// Entries move through the engine in chunks, never one at a time: a chunk
-/// holds the names of up to `chunk_size` entries in one buffer, the
-/// directory they came from, and (when the walk asked for it) their metadata.
-/// Every entry of a chunk has the same depth and the same parent.
+/// A chunk holds the names of up to `chunk_size` entries in one buffer, the
+/// directory they came from and (when the walk asked for it) their
+/// metadata; every entry has the same depth and the same parent. It holds
+/// no descriptor: the walk may have closed the directory, so an entry's
+/// [`metadata`](EntryRef::metadata) is a stat by path.
 ///
 /// ```
 /// use fnd_walk::WalkBuilder;
@@ -110,36 +70,30 @@ pub(crate) struct Slot {
 ///     assert_eq!((chunk.len(), chunk.depth()), (3, 1));
 ///     assert_eq!(chunk.parent_path(), dir.path().join("sub"));
 ///     assert!(chunk.prefix().ends_with(b"sub/"));
-///     assert!(chunk.parent_fd().is_none()); // it has left the reading thread
+///     assert!(chunk.get(0).parent_fd().is_none()); // an owned chunk lends no descriptor
 ///     chunk.retain(|e| e.name_bytes() != b"y");
 ///     let mut names: Vec<_> = chunk.iter().map(|e| e.file_name().to_owned()).collect();
 ///     names.sort();
 ///     assert_eq!(names, ["x", "z"]);
 ///     let first = chunk.get(0);
 ///     assert_eq!(first.path().parent().unwrap(), dir.path().join("sub"));
-///     let moved = chunk.take();
-///     assert!(chunk.is_empty() && moved.len() == 2);
 /// }
 /// ```
 #[derive(Debug)]
-pub struct Chunk {
+pub struct ChunkBuf {
     pub(crate) dir: Arc<Dir>,
     pub(crate) names: Vec<u8>,
     pub(crate) slots: Vec<Slot>,
     pub(crate) meta: Vec<Option<Metadata>>,
-    /// The parent directory's descriptor while the chunk is being visited on
-    /// the thread that read it; -1 once the chunk has left that thread.
-    pub(crate) fd: RawFd,
 }
 
-impl Chunk {
+impl ChunkBuf {
     pub(crate) fn new(dir: Arc<Dir>) -> Self {
-        Chunk {
+        ChunkBuf {
             dir,
             names: Vec::new(),
             slots: Vec::new(),
             meta: Vec::new(),
-            fd: -1,
         }
     }
 
@@ -147,6 +101,29 @@ impl Chunk {
         self.names.clear();
         self.slots.clear();
         self.meta.clear();
+    }
+
+    pub(crate) fn push(&mut self, name: &[u8], file_type: FileType, target_type: FileType, ino: u64) {
+        let name_start = self.names.len() as u32;
+        self.names.extend_from_slice(name);
+        self.slots.push(Slot {
+            name_start,
+            name_len: name.len() as u32,
+            file_type,
+            target_type,
+            ino,
+        });
+    }
+
+    /// The names of the entries, in order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.slots.iter().map(|s| s.name(&self.names))
+    }
+
+    /// Sort the entries by name bytes.
+    pub(crate) fn sort_by_name(&mut self) {
+        let names = &self.names;
+        self.slots.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
     }
 
     /// Number of entries in the chunk.
@@ -176,38 +153,39 @@ impl Chunk {
         &self.dir.prefix
     }
 
-    /// The parent directory's open descriptor, while the chunk is visited on
-    /// the thread that read it (`None` once it has been handed elsewhere).
-    pub fn parent_fd(&self) -> Option<BorrowedFd<'_>> {
-        // SAFETY: the reading thread keeps the descriptor open for as long as
-        // it visits this chunk, and clears `fd` before the chunk leaves it.
-        (self.fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(self.fd) })
-    }
-
     /// The state the walk's filter attached to this chunk's directory (what
     /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
     /// a visitor can add to per-directory data without a lookup.
-    pub fn filter_state(&self) -> Option<&crate::filter::FilterState> {
+    pub fn filter_state(&self) -> Option<&FilterState> {
         self.dir.filter_state.as_ref()
     }
 
     /// The entry at `index`.
     pub fn get(&self, index: usize) -> EntryRef<'_> {
-        EntryRef { chunk: self, index }
+        self.entry(None, index)
     }
 
     /// The entries, in the order the directory listed them (or sorted, when
     /// the walk sorts).
     pub fn iter(&self) -> impl ExactSizeIterator<Item = EntryRef<'_>> + '_ {
-        (0..self.slots.len()).map(move |index| EntryRef { chunk: self, index })
+        self.entries(None)
     }
 
     /// Drop the entries for which `keep` says false, in place.
-    pub fn retain(&mut self, mut keep: impl FnMut(&EntryRef<'_>) -> bool) {
-        let mut decisions = Vec::with_capacity(self.slots.len());
-        for entry in self.iter() {
-            decisions.push(keep(&entry));
-        }
+    pub fn retain(&mut self, keep: impl FnMut(&EntryRef<'_>) -> bool) {
+        self.retain_with(None, keep)
+    }
+
+    fn entry<'a>(&'a self, fd: Option<BorrowedFd<'a>>, index: usize) -> EntryRef<'a> {
+        EntryRef { chunk: self, fd, index }
+    }
+
+    fn entries<'a>(&'a self, fd: Option<BorrowedFd<'a>>) -> impl ExactSizeIterator<Item = EntryRef<'a>> + 'a {
+        (0..self.slots.len()).map(move |index| EntryRef { chunk: self, fd, index })
+    }
+
+    fn retain_with(&mut self, fd: Option<BorrowedFd<'_>>, mut keep: impl FnMut(&EntryRef<'_>) -> bool) {
+        let decisions: Vec<bool> = self.entries(fd).map(|entry| keep(&entry)).collect();
         let mut i = 0;
         self.slots.retain(|_| {
             i += 1;
@@ -221,39 +199,164 @@ impl Chunk {
             });
         }
     }
+}
 
-    pub(crate) fn push(&mut self, name: &[u8], file_type: FileType, target_type: FileType, ino: u64) {
-        let name_start = self.names.len() as u32;
-        self.names.extend_from_slice(name);
-        self.slots.push(Slot {
-            name_start,
-            name_len: name.len() as u32,
-            file_type,
-            target_type,
-            ino,
-        });
+/// A batch of entries read from one directory, as a
+/// [`Visitor`](crate::Visitor) sees it: on the thread that read it, while
+/// the directory is open.
+///
+/// Entries move through the engine in chunks, never one at a time. While a
+/// chunk is visited its directory's descriptor is lent to it
+/// ([`parent_fd`](Self::parent_fd)): entries stat and open relative to it.
+/// The loan ends with the visit: to keep the entries, move them out with
+/// [`take`](Self::take) into a [`ChunkBuf`], which holds no descriptor.
+/// A `Chunk` cannot be moved out of the visitor's `&mut` (nothing outside
+/// the walk makes one to swap in), and were it swapped, its lifetime ends
+/// with the visit all the same.
+///
+/// ```
+/// use fnd_walk::{Chunk, ChunkBuf, Flow, Visitor, WalkBuilder};
+///
+/// /// Keeps every chunk of the walk.
+/// struct Keep(Vec<ChunkBuf>);
+/// impl Visitor for Keep {
+///     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+///         assert!(chunk.parent_fd().is_some() || chunk.depth() == 0);
+///         self.0.push(chunk.take());
+///         assert!(chunk.is_empty());
+///         Flow::Continue
+///     }
+/// }
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a"), "abc").unwrap();
+/// let mut kept = Vec::new();
+/// WalkBuilder::new(dir.path()).visit(|| Keep(Vec::new()), |k| kept.extend(k.0));
+/// let entries: Vec<_> = kept.iter().flat_map(|c| c.iter()).collect();
+/// assert_eq!(entries.len(), 2);
+/// // After the walk: no descriptor, a stat by path.
+/// assert!(entries.iter().all(|e| e.parent_fd().is_none() && e.metadata().is_ok()));
+/// ```
+///
+/// The chunk itself cannot be moved out (there is no chunk to put in its
+/// place):
+///
+/// ```compile_fail,E0277
+/// use fnd_walk::{Chunk, Flow, Visitor};
+///
+/// struct Hoard;
+/// impl Visitor for Hoard {
+///     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+///         let _kept = std::mem::take(chunk); // `Chunk` has no `Default`
+///         Flow::Continue
+///     }
+/// }
+/// ```
+///
+/// and neither can an entry that borrows its descriptor:
+///
+/// ```compile_fail
+/// use fnd_walk::{Chunk, EntryRef, Flow, Visitor};
+///
+/// struct Hoard<'a>(Vec<EntryRef<'a>>);
+/// impl<'a> Visitor for Hoard<'a> {
+///     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+///         self.0.extend(chunk.iter());
+///         Flow::Continue
+///     }
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Chunk<'a> {
+    buf: &'a mut ChunkBuf,
+    /// The directory's descriptor, lent for `'a` (none for the roots).
+    fd: Option<BorrowedFd<'a>>,
+}
+
+impl<'a> Chunk<'a> {
+    /// Lend `buf` to a visitor with the descriptor of the directory its
+    /// entries were read from, open for `'a`.
+    pub(crate) fn lend(buf: &'a mut ChunkBuf, fd: Option<BorrowedFd<'a>>) -> Self {
+        Chunk { buf, fd }
     }
 
-    /// Move the entries out into a chunk of their own, leaving this one empty
-    /// with its buffers' capacity (so a reading thread can hand chunks away
-    /// without reallocating for the next one). The new chunk's buffers are
-    /// exactly as large as its entries: most directories are small, and a
-    /// chunk handed to another thread should not carry the capacity of the
-    /// largest directory read so far.
-    pub fn take(&mut self) -> Chunk {
-        let taken = Chunk {
-            dir: self.dir.clone(),
-            names: self.names.as_slice().to_vec(),
-            slots: self.slots.as_slice().to_vec(),
-            meta: self.meta.as_slice().to_vec(),
-            fd: -1,
+    /// Number of entries in the chunk.
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// True when the chunk holds no entries.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    /// Depth of every entry in this chunk (a root is at depth 0).
+    pub fn depth(&self) -> usize {
+        self.buf.depth()
+    }
+
+    /// The directory the entries were read from: its path as the walk spells
+    /// it (root as given, then `/name` per level). Empty for roots.
+    pub fn parent_path(&self) -> &Path {
+        self.buf.parent_path()
+    }
+
+    /// The bytes that precede each entry's name in its path: the parent's
+    /// path and a `/` (empty for roots).
+    pub fn prefix(&self) -> &[u8] {
+        self.buf.prefix()
+    }
+
+    /// The parent directory's open descriptor, for the length of the visit
+    /// (`None` for the roots, which have no parent the walk opened).
+    pub fn parent_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd
+    }
+
+    /// The state the walk's filter attached to this chunk's directory (what
+    /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
+    /// a visitor can add to per-directory data without a lookup.
+    pub fn filter_state(&self) -> Option<&FilterState> {
+        self.buf.filter_state()
+    }
+
+    /// The entry at `index`.
+    pub fn get(&self, index: usize) -> EntryRef<'_> {
+        self.buf.entry(self.fd, index)
+    }
+
+    /// The entries, in the order the directory listed them (or sorted, when
+    /// the walk sorts).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = EntryRef<'_>> + '_ {
+        self.buf.entries(self.fd)
+    }
+
+    /// Drop the entries for which `keep` says false, in place.
+    pub fn retain(&mut self, keep: impl FnMut(&EntryRef<'_>) -> bool) {
+        self.buf.retain_with(self.fd, keep)
+    }
+
+    /// Move the entries out into a [`ChunkBuf`] of their own, leaving this
+    /// chunk empty with its buffers' capacity (so a reading thread can hand
+    /// chunks away without reallocating for the next one). The new chunk's
+    /// buffers are exactly as large as its entries: most directories are
+    /// small, and a chunk handed to another thread should not carry the
+    /// capacity of the largest directory read so far. It holds no
+    /// descriptor.
+    pub fn take(&mut self) -> ChunkBuf {
+        let buf = &mut *self.buf;
+        let taken = ChunkBuf {
+            dir: buf.dir.clone(),
+            names: buf.names.as_slice().to_vec(),
+            slots: buf.slots.as_slice().to_vec(),
+            meta: buf.meta.as_slice().to_vec(),
         };
-        self.clear();
+        buf.clear();
         taken
     }
 }
 
-/// A borrowed view of one entry of a [`Chunk`].
+/// A borrowed view of one entry of a [`Chunk`] or a [`ChunkBuf`].
 ///
 /// ```
 /// use fnd_walk::{FileType, Flow, WalkBuilder};
@@ -281,7 +384,9 @@ impl Chunk {
 /// ```
 #[derive(Clone, Copy)]
 pub struct EntryRef<'a> {
-    chunk: &'a Chunk,
+    chunk: &'a ChunkBuf,
+    /// The parent's descriptor, when the chunk lends one.
+    fd: Option<BorrowedFd<'a>>,
     index: usize,
 }
 
@@ -292,8 +397,7 @@ impl<'a> EntryRef<'a> {
 
     /// The entry's name as the directory stores it (for a root: the root path as given).
     pub fn name_bytes(&self) -> &'a [u8] {
-        let s = self.slot();
-        &self.chunk.names[s.name_start as usize..(s.name_start + s.name_len) as usize]
+        self.slot().name(&self.chunk.names)
     }
 
     /// The name as an `OsStr`.
@@ -348,7 +452,7 @@ impl<'a> EntryRef<'a> {
 
     /// The entry's metadata without following a final symlink: taken from the
     /// walk's bulk fetch when there was one, else one `fstatat` relative to
-    /// the parent directory (or by path once the chunk left its thread).
+    /// the parent directory (or by path, for an entry of a [`ChunkBuf`]).
     pub fn metadata(&self) -> std::io::Result<Metadata> {
         if let Some(m) = self.cached_metadata() {
             return Ok(*m);
@@ -365,7 +469,7 @@ impl<'a> EntryRef<'a> {
     }
 
     fn stat(&self, follow: bool) -> std::io::Result<Metadata> {
-        match self.chunk.parent_fd() {
+        match self.fd {
             Some(fd) if !self.is_root() => crate::meta::stat_at(fd, self.name_bytes(), follow),
             _ => crate::meta::stat_path(&self.path(), follow),
         }
@@ -382,12 +486,11 @@ impl std::fmt::Debug for EntryRef<'_> {
     }
 }
 
-use std::os::unix::ffi::OsStringExt;
-
 impl<'a> EntryRef<'a> {
     /// The open directory holding the entry, while its chunk is visited on
-    /// the thread that read it: open or stat the entry relative to it
-    /// (`openat(dir, name)`) and skip the kernel's walk over the full path.
+    /// the thread that read it (`None` for an entry of a [`ChunkBuf`] and for
+    /// a root): open or stat the entry relative to it (`openat(dir, name)`)
+    /// and skip the kernel's walk over the full path.
     ///
     /// ```
     /// use fnd_walk::{Flow, WalkBuilder};
@@ -402,7 +505,7 @@ impl<'a> EntryRef<'a> {
     /// });
     /// ```
     pub fn parent_fd(&self) -> Option<BorrowedFd<'a>> {
-        self.chunk.parent_fd()
+        self.fd
     }
 
     /// An owned copy of the entry (one allocation, for its path), carrying
@@ -437,127 +540,6 @@ impl<'a> EntryRef<'a> {
             target_type: s.target_type,
             ino: s.ino,
             metadata: self.cached_metadata().copied(),
-        }
-    }
-}
-
-/// An owned entry, as the entry iterator ([`WalkBuilder::iter`](crate::WalkBuilder::iter)) yields it.
-///
-/// It holds what the directory listing said (name, type, inode), its depth,
-/// and the metadata the walk fetched in bulk when it was asked to
-/// ([`WalkBuilder::metadata`](crate::WalkBuilder::metadata)).
-///
-/// ```
-/// use fnd_walk::{FileType, WalkBuilder};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
-/// for entry in WalkBuilder::new(dir.path()).min_depth(1).metadata(true).iter() {
-///     let entry = entry.unwrap();
-///     assert_eq!(entry.file_name(), "notes.txt");
-///     assert_eq!(entry.depth(), 1);
-///     assert_eq!(entry.file_type(), FileType::File);
-///     assert_eq!(entry.cached_metadata().unwrap().size, 5);
-/// }
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    path: PathBuf,
-    /// Where the name starts in `path` (0 for a root: its name is its path).
-    name_start: usize,
-    depth: usize,
-    file_type: FileType,
-    target_type: FileType,
-    ino: u64,
-    metadata: Option<Metadata>,
-}
-
-impl Entry {
-    /// The entry's path: the root as given, then `/name` per level.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The path's bytes (never converted to UTF-8).
-    pub fn path_bytes(&self) -> &[u8] {
-        self.path.as_os_str().as_bytes()
-    }
-
-    /// The path, without copying it.
-    pub fn into_path(self) -> PathBuf {
-        self.path
-    }
-
-    /// The entry's name as its directory stores it (for a root: the root path as given).
-    pub fn file_name(&self) -> &OsStr {
-        OsStr::from_bytes(self.name_bytes())
-    }
-
-    /// The name's bytes.
-    pub fn name_bytes(&self) -> &[u8] {
-        &self.path_bytes()[self.name_start..]
-    }
-
-    /// Depth below its root (a root is 0).
-    pub fn depth(&self) -> usize {
-        self.depth
-    }
-
-    /// The type `getdents64` reported (a symlink stays a symlink, even when followed).
-    pub fn file_type(&self) -> FileType {
-        self.file_type
-    }
-
-    /// The type after following a symlink when the walk follows links;
-    /// otherwise the same as [`file_type`](Self::file_type).
-    pub fn target_type(&self) -> FileType {
-        self.target_type
-    }
-
-    /// Inode number from the directory listing.
-    pub fn ino(&self) -> u64 {
-        self.ino
-    }
-
-    /// True for a root of the walk.
-    pub fn is_root(&self) -> bool {
-        self.name_start == 0
-    }
-
-    /// Metadata the walk fetched in bulk, if it was asked to and the stat succeeded.
-    pub fn cached_metadata(&self) -> Option<&Metadata> {
-        self.metadata.as_ref()
-    }
-
-    /// The entry's metadata, without following a final symlink (unless the
-    /// walk follows links): the bulk-fetched one when there is one, else one
-    /// stat by path.
-    pub fn metadata(&self) -> std::io::Result<Metadata> {
-        match self.metadata {
-            Some(m) => Ok(m),
-            None => crate::meta::stat_path(&self.path, false),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::FileType;
-
-    #[test]
-    fn record_types_read_as_mode_types() {
-        let types = [
-            (libc::DT_REG, FileType::File),
-            (libc::DT_DIR, FileType::Dir),
-            (libc::DT_LNK, FileType::Symlink),
-            (libc::DT_BLK, FileType::BlockDevice),
-            (libc::DT_CHR, FileType::CharDevice),
-            (libc::DT_FIFO, FileType::Fifo),
-            (libc::DT_SOCK, FileType::Socket),
-            (libc::DT_UNKNOWN, FileType::Unknown),
-        ];
-        for (d_type, file_type) in types {
-            assert_eq!(FileType::from_d_type(d_type), file_type, "{d_type}");
         }
     }
 }

@@ -1,5 +1,8 @@
 //! Errors met during a walk. They are reported per entry and never end the
 //! walk by themselves: the caller decides (see `Visitor::error`).
+//!
+//! Offers [`Error`] (a path, its depth and what went wrong) and
+//! [`ErrorKind`]. Relies on nothing else in this crate.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -14,7 +17,10 @@ pub enum ErrorKind {
     /// A system call failed (EACCES, ENOENT for an entry that vanished, ELOOP, …).
     Io(Errno),
     /// Following symlinks led back to a directory that is its own ancestor.
-    Loop { ancestor: PathBuf },
+    Loop {
+        /// The ancestor the link leads back to.
+        ancestor: PathBuf,
+    },
     /// A symlink met while following links whose target cannot be reached:
     /// ELOOP (a link to itself), ENOTDIR, EACCES. A dangling link (ENOENT)
     /// is not an error: it is yielded as a link.
@@ -61,10 +67,12 @@ impl Error {
         &self.path
     }
 
+    /// The depth of the path (a root is 0).
     pub fn depth(&self) -> usize {
         self.depth
     }
 
+    /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }

@@ -1,12 +1,19 @@
-//! The hook that decides, per entry, whether it is yielded and whether the
-//! walk descends into it. It sees every directory once before its entries,
-//! so it can carry inherited state down the tree (ignore rules, say).
+//! The filter contract: what decides, per entry, whether it is yielded and
+//! whether the walk descends into it.
+//!
+//! Offers [`EntryFilter`] (called by the reader on the thread that reads a
+//! directory: [`enter`](EntryFilter::enter) once per directory, before its
+//! entries, so a filter can carry inherited state down the tree, ignore
+//! rules, say; then [`decide`](EntryFilter::decide) per entry), what it is
+//! shown ([`DirInfo`], [`RawEntry`]) and what it answers ([`Decision`],
+//! [`FilterState`]). Relies on `meta` for [`FileType`] only: filters are
+//! written against this contract, never against the reader.
 
 use std::any::Any;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
-use crate::entry::FileType;
+use crate::meta::FileType;
 
 /// State a filter attaches to a directory; its children's directories see it as `parent`.
 pub type FilterState = Arc<dyn Any + Send + Sync>;
@@ -27,10 +34,13 @@ pub struct DirInfo<'a> {
 
 /// An entry as the directory listed it, before it is put in a chunk.
 pub struct RawEntry<'a> {
+    /// The name as the directory lists it.
     pub name: &'a [u8],
     /// Path of the directory holding it, followed by `/`.
     pub parent_prefix: &'a [u8],
+    /// Depth of the entry (a root's entries are depth 1).
     pub depth: usize,
+    /// The type the listing gave (a symlink stays a symlink).
     pub file_type: FileType,
     /// The type of a symlink's target when the walk follows links.
     pub target_type: FileType,
@@ -56,10 +66,12 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Yield the entry and, for a directory, read it.
     pub const KEEP: Decision = Decision {
         emit: true,
         descend: true,
     };
+    /// Neither yield the entry nor read it.
     pub const SKIP: Decision = Decision {
         emit: false,
         descend: false,

@@ -3,6 +3,7 @@
 //!
 //! The reader knows one filter; the builder folds every filter it was given
 //! into one [`Chain`], so adding a filter never touches the reading loop.
+//! Relies on the filter contract (`crate::filter`) alone.
 
 use std::sync::Arc;
 

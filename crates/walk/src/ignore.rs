@@ -9,6 +9,10 @@
 //! to its parent's, and (unless told otherwise) to those of the directories
 //! above the root.
 //!
+//! Offers [`IgnoreBuilder`] and the [`IgnoreFilter`] it builds. A filter
+//! like any other: it relies on the filter contract (`crate::filter`)
+//! alone, and the walk runs it as one of its filters.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use fnd_walk::{Chunk, Flow, Order, Visitor, WalkBuilder};
@@ -16,7 +20,7 @@
 //!
 //! struct Names(Vec<String>);
 //! impl Visitor for Names {
-//!     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+//!     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
 //!         self.0.extend(chunk.iter().map(|e| e.file_name().to_string_lossy().into_owned()));
 //!         Flow::Continue
 //!     }
@@ -36,9 +40,10 @@
 //! assert_eq!(names, ["a.txt"]);
 //! ```
 
+mod files;
+
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
-use std::io::Read;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -47,8 +52,9 @@ use std::sync::Arc;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::overrides::Override;
 use ignore::Match;
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 
+use self::files::{exists_at, rules_from, Lookup};
 use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 
 /// Configures an [`IgnoreFilter`]. Every source is on by default except
@@ -75,6 +81,9 @@ impl Default for IgnoreBuilder {
 }
 
 impl IgnoreBuilder {
+    /// Every source on (`.gitignore` and `.git/info/exclude` only inside a
+    /// repository, git's global excludes file, `.ignore`), hidden entries
+    /// skipped, the directories above each root read.
     pub fn new() -> Self {
         IgnoreBuilder {
             hidden: true,
@@ -251,98 +260,6 @@ pub struct IgnoreFilter {
     /// Per root path: the chain of the directories above it.
     roots: HashMap<Vec<u8>, Option<Arc<Level>>>,
 }
-
-/// Most bytes read of one ignore file: real ones are kilobytes, and a
-/// sparse file of a terabyte must not be read whole.
-const MAX_IGNORE_FILE: u64 = 1 << 20;
-
-/// An ignore file's contents, read relative to a directory descriptor.
-/// Files of one directory, looked up relative to its descriptor; names the
-/// walk's listing says are absent are not tried at all.
-struct Lookup<'a> {
-    dir: BorrowedFd<'a>,
-    probes: &'a [Vec<u8>],
-    present: Option<&'a [bool]>,
-}
-
-impl Lookup<'_> {
-    /// Might `name` (or, for a path, its first component) exist?
-    fn may_exist(&self, name: &[u8]) -> bool {
-        let first = name.split(|&b| b == b'/').next().unwrap_or(name);
-        match (self.present, self.probes.iter().position(|p| p.as_slice() == first)) {
-            (Some(present), Some(i)) => present[i],
-            _ => true,
-        }
-    }
-
-    /// Ignore files lie in trees other users control: only a regular file
-    /// is read (a FIFO would block the walk forever, a link to `/dev/zero`
-    /// would fill memory), never opened as a controlling terminal, and read
-    /// up to [`MAX_IGNORE_FILE`] bytes.
-    fn read(&self, name: &[u8]) -> Option<Vec<u8>> {
-        if !self.may_exist(name) {
-            return None;
-        }
-        let is_file = |st: &rustix::fs::Stat| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file();
-        // Checked before opening too: opening a device can act on it.
-        if !is_file(&rustix::fs::statat(self.dir, name, AtFlags::empty()).ok()?) {
-            return None;
-        }
-        let fd = rustix::fs::openat(
-            self.dir,
-            name,
-            OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY,
-            Mode::empty(),
-        )
-        .ok()?;
-        if !is_file(&rustix::fs::fstat(&fd).ok()?) {
-            return None;
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::from(fd)
-            .take(MAX_IGNORE_FILE)
-            .read_to_end(&mut bytes)
-            .ok()?;
-        Some(bytes)
-    }
-
-    fn exists(&self, name: &[u8]) -> bool {
-        self.may_exist(name) && exists_at(self.dir, name)
-    }
-}
-
-fn exists_at(dir: BorrowedFd<'_>, name: &[u8]) -> bool {
-    rustix::fs::statat(dir, name, AtFlags::empty()).is_ok()
-}
-
-/// Rules from the files `names` (in `dir`), patterns relative to `base`.
-fn rules_from(dir: &Lookup<'_>, names: &[&[u8]], base: &[u8]) -> Option<Gitignore> {
-    let mut builder: Option<GitignoreBuilder> = None;
-    for name in names {
-        let Some(bytes) = dir.read(name) else {
-            continue;
-        };
-        let b = builder.get_or_insert_with(|| GitignoreBuilder::new(OsStr::from_bytes(base)));
-        let mut from = base.to_vec();
-        from.push(b'/');
-        from.extend_from_slice(name);
-        let from = PathBuf::from(OsString::from_vec(from));
-        let text = String::from_utf8_lossy(&bytes);
-        for (i, line) in text.lines().enumerate() {
-            // As git does, ignore a byte-order mark at the start of the file.
-            let line = if i == 0 {
-                line.trim_start_matches('\u{feff}')
-            } else {
-                line
-            };
-            // A malformed line is skipped; the rest of the file still applies.
-            let _ = b.add_line(Some(from.clone()), line);
-        }
-    }
-    builder.and_then(|b| b.build().ok()).filter(|g| !g.is_empty())
-}
-
-use std::os::unix::ffi::OsStringExt;
 
 impl IgnoreFilter {
     /// Read the rules of one directory, open as `dir`, spelt `path`.
@@ -599,82 +516,5 @@ impl IgnoreFilter {
     /// yields nothing from it).
     pub fn skips_root(&self, root: &Path) -> bool {
         self.opts.ignore_contain.iter().any(|m| root.join(m).exists())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::Path;
-    use std::sync::Arc;
-
-    use super::IgnoreBuilder;
-    use crate::{Chunk, Flow, Order, Visitor, WalkBuilder};
-
-    struct Paths(Vec<String>);
-    impl Visitor for Paths {
-        fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-            for e in chunk.iter() {
-                let mut p = Vec::new();
-                e.write_path(&mut p);
-                self.0.push(String::from_utf8(p).unwrap());
-            }
-            Flow::Continue
-        }
-    }
-
-    fn walk(root: &Path, builder: IgnoreBuilder) -> Vec<String> {
-        let mut out = Vec::new();
-        let filter = builder.parents(false).build(&[root]);
-        WalkBuilder::new(root)
-            .order(Order::DepthFirst)
-            .min_depth(1)
-            .filter(Some(Arc::new(filter)))
-            .visit(|| Paths(Vec::new()), |p| out = p.0);
-        let prefix = format!("{}/", root.display());
-        let mut v: Vec<String> = out
-            .iter()
-            .map(|p| p.strip_prefix(&prefix).unwrap().to_owned())
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn put(root: &Path, name: &str, text: &str) {
-        let path = root.join(name);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
-
-    #[test]
-    fn nearer_rules_win_and_whitelist_hidden_entries() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path();
-        put(root, ".ignore", "*.log\n");
-        put(root, "a.log", "");
-        put(root, "sub/.ignore", "!keep.log\n!.seen\n");
-        put(root, "sub/keep.log", "");
-        put(root, "sub/other.log", "");
-        put(root, "sub/.seen", "");
-        put(root, "sub/.unseen", "");
-        assert_eq!(walk(root, IgnoreBuilder::new()), ["sub", "sub/.seen", "sub/keep.log"]);
-        assert_eq!(
-            walk(root, IgnoreBuilder::new().dot_ignore(false)),
-            ["a.log", "sub", "sub/keep.log", "sub/other.log"]
-        );
-    }
-
-    #[test]
-    fn gitignore_needs_a_repository_unless_told_otherwise() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path();
-        put(root, ".gitignore", "x\n");
-        put(root, "x", "");
-        assert_eq!(walk(root, IgnoreBuilder::new()), ["x"]);
-        assert_eq!(
-            walk(root, IgnoreBuilder::new().require_git(false)),
-            Vec::<String>::new()
-        );
-        std::fs::create_dir(root.join(".git")).unwrap();
-        assert_eq!(walk(root, IgnoreBuilder::new()), Vec::<String>::new());
     }
 }

@@ -1,4 +1,10 @@
-//! I/O depth: how many directory reads may wait on the file system at once.
+//! I/O depth: whether a worker's directory reads wait on the file system,
+//! and how many may wait at once by default.
+//!
+//! Offers [`Probe`] (one worker's measure of whether its reads wait on
+//! I/O) and [`AUTO_IO_DEPTH`]; the pool that grows on the probe's word is
+//! `crate::schedule`'s. Relies on nothing else in this crate: only the
+//! clock and the kernel's per-thread counts (`getrusage`).
 //!
 //! On a hot cache a walk is CPU-bound and wants one worker per core. On a
 //! cold cache, a network or FUSE file system, every `openat`, `getdents64`
@@ -21,22 +27,13 @@
 //! The cost on a hot walk is a vDSO clock read per 16 directories and one
 //! `getrusage` per window of at least a millisecond.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crossbeam_deque::Worker;
-
-use crate::dir::Job;
-
-/// Default most reads in flight when the walk finds itself waiting on I/O.
-/// Listing the cold src tree (caches dropped before each run, median of 9),
-/// a depth of 16 took 156 ms, 32 took 141, 64 took 119 and 128 took 116;
-/// on the cold million tree 64 took 0.83x the time of 16, and 128 0.92x
-/// the time of 64 (256: slower than 128). `fdu -s`, whose stats keep both
-/// CPUs busy, is the same at 16 to 128. A hot walk never grows, and added
-/// workers take their descriptors only when they start
-/// (`walker::reserve_worker_fds`), so a hot walk pays nothing for the depth.
+/// Default most reads in flight when the walk finds itself waiting on I/O:
+/// the fastest cold listing measured (figures: BENCHMARKS.md, Other
+/// measurements, "Cold cache, 2026-11-24"). A hot walk never grows, and added workers take
+/// their descriptors only when they start (`Budget::reserve_workers`), so a
+/// hot walk pays nothing for the depth.
 pub(crate) const AUTO_IO_DEPTH: usize = 128;
 
 /// Reads per measurement window, at least.
@@ -141,79 +138,9 @@ impl Usage {
     }
 }
 
-/// The workers a pool may still add, and how many run.
-pub(crate) struct Depth {
-    active: AtomicUsize,
-    /// Deques of the workers not started yet, the lowest index last.
-    spares: Mutex<Vec<(usize, Worker<Job>)>>,
-    can_grow: bool,
-}
-
-impl Depth {
-    /// A pool whose first `active` workers run from the start; `spares` are
-    /// the deques (and indices) of those that may be added.
-    pub(crate) fn new(active: usize, mut spares: Vec<(usize, Worker<Job>)>) -> Self {
-        spares.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
-        Depth {
-            active: AtomicUsize::new(active),
-            can_grow: !spares.is_empty(),
-            spares: Mutex::new(spares),
-        }
-    }
-
-    /// Whether workers may be added at all.
-    pub(crate) fn can_grow(&self) -> bool {
-        self.can_grow
-    }
-
-    /// Workers started so far (their indices are `0..active`).
-    #[inline]
-    pub(crate) fn active(&self) -> usize {
-        self.active.load(Ordering::Acquire)
-    }
-
-    /// The walk waits on I/O: the deques of the workers to start now,
-    /// doubling the pool up to its depth (empty once it is there).
-    /// `reserve` is asked for that many workers and says how many it could
-    /// take (their descriptors); only those are started.
-    pub(crate) fn grow(&self, reserve: impl FnOnce(usize) -> usize) -> Vec<(usize, Worker<Job>)> {
-        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-        let wanted = self.active().min(spares.len());
-        let add = if wanted == 0 { 0 } else { reserve(wanted).min(wanted) };
-        let start = spares.len() - add;
-        let added: Vec<_> = spares.drain(start..).rev().collect();
-        self.active.fetch_add(added.len(), Ordering::AcqRel);
-        added
-    }
-}
-
-/// Workers to create for a pool of `threads` CPU workers and this I/O depth.
-pub(crate) fn pool_size(threads: usize, io_depth: usize) -> usize {
-    threads.max(io_depth)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn grows_by_doubling_up_to_the_depth_and_the_limit() {
-        let spares = (2..7).map(|i| (i, Worker::new_lifo())).collect();
-        let depth = Depth::new(2, spares);
-        assert!(depth.can_grow());
-        let indices = |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
-        let all = |n| n;
-        assert_eq!(indices(depth.grow(all)), [2, 3]);
-        assert_eq!(depth.active(), 4);
-        let one = |n| {
-            assert_eq!(n, 3, "asks for no more than the spares");
-            1
-        };
-        assert_eq!(indices(depth.grow(one)), [4]);
-        assert_eq!(indices(depth.grow(all)), [5, 6]);
-        assert_eq!(depth.active(), 7);
-        assert!(depth.grow(|_| panic!("nothing left to reserve for")).is_empty());
-    }
 
     /// Whether a probe calls any window of `reads` such reads blocked.
     fn any_window_blocked(reads: u32, read: impl Fn()) -> bool {
@@ -232,47 +159,6 @@ mod tests {
         assert!(any_window_blocked(WINDOW_READS * 2, || std::thread::sleep(
             Duration::from_micros(200)
         )));
-    }
-
-    /// Visitors that sleep in every chunk make every read look blocked: the
-    /// pool must grow, and still report each entry exactly once.
-    #[test]
-    fn a_blocked_walk_grows_and_reports_everything_once() {
-        use crate::{Chunk, Flow, Visitor, WalkBuilder};
-        use std::collections::HashSet;
-
-        struct Slow(Vec<Vec<u8>>);
-        impl Visitor for Slow {
-            fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-                std::thread::sleep(Duration::from_micros(300));
-                for e in chunk.iter() {
-                    let mut p = Vec::new();
-                    e.write_path(&mut p);
-                    self.0.push(p);
-                }
-                Flow::Continue
-            }
-        }
-
-        let dir = tempfile::tempdir().unwrap();
-        for a in 0..20 {
-            for b in 0..10 {
-                std::fs::create_dir_all(dir.path().join(format!("{a}/{b}"))).unwrap();
-                std::fs::write(dir.path().join(format!("{a}/{b}/f")), "").unwrap();
-            }
-        }
-        let (mut visitors, mut paths) = (0, Vec::new());
-        WalkBuilder::new(dir.path()).threads(2).io_depth(8).visit(
-            || Slow(Vec::new()),
-            |v| {
-                visitors += 1;
-                paths.extend(v.0);
-            },
-        );
-        let unique: HashSet<_> = paths.iter().collect();
-        assert_eq!(paths.len(), 1 + 20 + 200 + 200);
-        assert_eq!(unique.len(), paths.len());
-        assert!(visitors > 2, "the pool did not grow ({visitors} workers)");
     }
 
     #[test]

@@ -1,5 +1,11 @@
 //! Iterators over a walk that runs on other threads.
 //!
+//! Offers [`Chunks`] and [`Walk`] (and the builder methods that start them:
+//! [`WalkBuilder::chunks`], [`WalkBuilder::iter`], `IntoIterator`). Relies
+//! on the builder to run the walk, with one visitor per walking thread that
+//! sends its chunks through a channel; they are [`ChunkBuf`]s by then,
+//! owned and holding no descriptor.
+//!
 //! The walk (serial or parallel) runs on a background thread and its
 //! workers; they send batches of chunks (at least `chunk_size` entries, so
 //! a tree of small directories does not cost a channel operation and a
@@ -13,9 +19,11 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::entry::{Chunk, Entry};
+use crate::builder::WalkBuilder;
+use crate::entry::{Chunk, ChunkBuf, Entry};
 use crate::error::Error;
-use crate::walker::{Flow, Order, Visitor, WalkBuilder};
+use crate::settings::Order;
+use crate::visit::{Flow, Visitor};
 
 impl WalkBuilder {
     /// Batches the iterators' channel holds before the walking threads wait
@@ -114,15 +122,15 @@ impl IntoIterator for &WalkBuilder {
 pub struct Chunks {
     receiver: Option<Receiver<Batch>>,
     /// The rest of the batch received last.
-    current: std::vec::IntoIter<Chunk>,
+    current: std::vec::IntoIter<ChunkBuf>,
     stop: Arc<AtomicBool>,
     walker: Option<JoinHandle<()>>,
 }
 
 impl Chunks {
     fn start(mut builder: WalkBuilder) -> Chunks {
-        let walking_threads = if builder.cfg.order == Order::Parallel {
-            builder.cfg.threads.max(1)
+        let walking_threads = if builder.cfg.settings.order == Order::Parallel {
+            builder.cfg.settings.threads.max(1)
         } else {
             1
         };
@@ -130,7 +138,7 @@ impl Chunks {
         let (sender, receiver) = crossbeam_channel::bounded(capacity);
         let stop = Arc::new(AtomicBool::new(false));
         builder.cfg.stop = Some(stop.clone());
-        let batch_entries = builder.cfg.chunk_size;
+        let batch_entries = builder.cfg.settings.chunk_size;
         let walker = std::thread::Builder::new()
             .name("fnd-walk".into())
             .spawn(move || {
@@ -166,7 +174,7 @@ impl Chunks {
 }
 
 impl Iterator for Chunks {
-    type Item = Result<Chunk, Error>;
+    type Item = Result<ChunkBuf, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
@@ -197,13 +205,13 @@ impl Drop for Chunks {
 }
 
 /// What crosses the channel: chunks in batches, or an error.
-type Batch = Result<Vec<Chunk>, Error>;
+type Batch = Result<Vec<ChunkBuf>, Error>;
 
 /// Sends each thread's chunks (moved out, so the reader keeps its buffers'
 /// capacity) in batches, and errors in order between them.
 struct ChannelVisitor {
     sender: Sender<Batch>,
-    batch: Vec<Chunk>,
+    batch: Vec<ChunkBuf>,
     /// Entries in `batch`.
     entries: usize,
     /// Send once the batch holds this many entries.
@@ -229,7 +237,7 @@ impl ChannelVisitor {
 }
 
 impl Visitor for ChannelVisitor {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         self.entries += chunk.len();
         self.batch.push(chunk.take());
         if self.entries >= self.batch_entries {
@@ -257,7 +265,7 @@ impl Drop for ChannelVisitor {
 /// (see [`WalkBuilder::iter`]). Dropping it stops the walk.
 pub struct Walk {
     chunks: Chunks,
-    current: Option<Chunk>,
+    current: Option<ChunkBuf>,
     next_index: usize,
 }
 

@@ -82,12 +82,29 @@
 //! * the iterators: fewer than `(buffer_chunks + threads) × 2 × chunk_size`
 //!   entries waiting for the consumer ([`WalkBuilder::buffer_chunks`]).
 //!
-//! # Internals
+//! # Inside
 //!
-//! The data path: `read` (one directory → chunks) → `schedule` (which
-//! directory next, on which thread) → [`filter`] (what is yielded, where to
-//! descend) → a [`Visitor`] (yours, or the iterators' channel).
+//! The modules form layers, each using only those below it (the crate's
+//! README draws them, and `tests/layers.rs` checks the imports):
+//!
+//! 1. system calls: `dirent` (`getdents64` records), `mounts` (whether a
+//!    short read ends a directory), `open` (`openat`, long paths), [`meta`]
+//!    (types and stat calls), [`error`];
+//! 2. the filter contract: [`filter`];
+//! 3. descriptors: `budget` (how many stay open), `dir` (how a directory is
+//!    opened and how long its descriptor lives);
+//! 4. what a visitor gets and what a walk is: [`entry`] ([`Chunk`],
+//!    [`ChunkBuf`], [`EntryRef`], [`Entry`]), `visit` ([`Visitor`],
+//!    [`Flow`]), `settings` (the resolved options, the stop flag);
+//! 5. reading one directory: `io` (do reads wait?), `split` (one huge
+//!    directory in parts), `read` (one directory → chunks);
+//! 6. who reads what next: `schedule` (the serial orders, the thread pool,
+//!    and the seam where a scheduler spanning processes plugs in);
+//! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
+//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]).
 
+mod budget;
+mod builder;
 mod dir;
 mod dirent;
 pub mod entry;
@@ -99,16 +116,18 @@ mod io;
 mod iter;
 pub mod meta;
 mod mounts;
+mod open;
 mod read;
 mod schedule;
+mod settings;
 mod split;
-mod uring;
-mod walker;
+mod visit;
 
-pub use entry::{Chunk, Entry, EntryRef, FileType};
+pub use builder::{cores, WalkBuilder, MAX_THREADS};
+pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
 pub use iter::{Chunks, Walk};
-pub use meta::Metadata;
-pub use uring::IoUring;
-pub use walker::{cores, Flow, Order, Sort, Visitor, WalkBuilder, MAX_THREADS};
+pub use meta::{FileType, Metadata};
+pub use settings::{Order, Sort};
+pub use visit::{Flow, Visitor};

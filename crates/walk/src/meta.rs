@@ -1,33 +1,129 @@
-//! Metadata (one `fstatat` per entry), taken relative to the parent
-//! directory's descriptor whenever the walk still holds it: a relative stat
-//! skips the path walk that a full-path stat pays for every component.
+//! What the kernel says about one file: its type ([`FileType`], from a
+//! directory record's `d_type` or a `st_mode`) and its metadata
+//! ([`Metadata`], from one `fstatat`).
+//!
+//! Offers the stat calls the walk and its callers make: relative to an open
+//! directory ([`stat_at`]; it skips the path walk a full-path stat pays for
+//! every component), of an open descriptor ([`stat_fd`]), by path
+//! ([`stat_path`], in pieces past `PATH_MAX`), and the bulk fetch's
+//! `stat_entry`. Relies on `open` for paths past `PATH_MAX`.
 
 use std::os::fd::BorrowedFd;
 use std::path::Path;
 
 use rustix::fs::{AtFlags, Stat, CWD};
 
-use crate::entry::FileType;
+use crate::open::{open_parent_of_long_path, PATH_PIECE};
+
+/// The type of an entry, as `getdents64` reported it in `d_type` (or as a
+/// stat found it, for file systems that answer `DT_UNKNOWN`).
+///
+/// ```
+/// use fnd_walk::{FileType, WalkBuilder};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::os::unix::fs::symlink("nowhere", dir.path().join("link")).unwrap();
+/// let entry = WalkBuilder::new(dir.path()).min_depth(1).iter().next().unwrap().unwrap();
+/// assert!(entry.file_type().is_symlink());
+/// assert!(!entry.file_type().is_dir() && !entry.file_type().is_file());
+/// assert_eq!(FileType::from_mode(0o040755), FileType::Dir);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileType {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A symbolic link (never followed by the type: see [`EntryRef::target_type`](crate::EntryRef::target_type)).
+    Symlink,
+    /// A block device.
+    BlockDevice,
+    /// A character device.
+    CharDevice,
+    /// A named pipe.
+    Fifo,
+    /// A Unix socket.
+    Socket,
+    /// The file system did not say; the engine resolves this with a stat
+    /// before it decides whether to descend, so callers rarely see it.
+    Unknown,
+}
+
+impl FileType {
+    pub(crate) fn from_rustix(t: rustix::fs::FileType) -> Self {
+        use rustix::fs::FileType as T;
+        match t {
+            T::RegularFile => FileType::File,
+            T::Directory => FileType::Dir,
+            T::Symlink => FileType::Symlink,
+            T::BlockDevice => FileType::BlockDevice,
+            T::CharacterDevice => FileType::CharDevice,
+            T::Fifo => FileType::Fifo,
+            T::Socket => FileType::Socket,
+            _ => FileType::Unknown,
+        }
+    }
+
+    /// The type a directory record gives (`d_type`): its value is the
+    /// `st_mode` type bits shifted down by 12 (C's `DTTOIF`), `DT_UNKNOWN`
+    /// included (0, which no mode type has).
+    pub(crate) fn from_d_type(d_type: u8) -> Self {
+        Self::from_mode(u32::from(d_type) << 12)
+    }
+
+    /// The type encoded in a `st_mode`.
+    pub fn from_mode(mode: u32) -> Self {
+        Self::from_rustix(rustix::fs::FileType::from_raw_mode(mode as _))
+    }
+
+    /// A directory (a symlink to one is [`Symlink`](Self::Symlink)).
+    pub fn is_dir(self) -> bool {
+        self == FileType::Dir
+    }
+
+    /// A regular file.
+    pub fn is_file(self) -> bool {
+        self == FileType::File
+    }
+
+    /// A symbolic link.
+    pub fn is_symlink(self) -> bool {
+        self == FileType::Symlink
+    }
+}
 
 /// The parts of `struct stat` that finders and disk-usage tools use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Metadata {
+    /// Device of the file system holding the file (`st_dev`).
     pub dev: u64,
+    /// Inode number (`st_ino`).
     pub ino: u64,
+    /// Type and permission bits (`st_mode`).
     pub mode: u32,
+    /// Number of hard links (`st_nlink`).
     pub nlink: u64,
+    /// Owner's user id.
     pub uid: u32,
+    /// Owner's group id.
     pub gid: u32,
+    /// Device a device file stands for (`st_rdev`).
     pub rdev: u64,
     /// Apparent size in bytes.
     pub size: u64,
     /// Allocated 512-byte blocks.
     pub blocks: u64,
+    /// Last access, seconds since the epoch.
     pub atime: i64,
+    /// Nanoseconds of `atime`.
     pub atime_nsec: u32,
+    /// Last change of the contents, seconds since the epoch.
     pub mtime: i64,
+    /// Nanoseconds of `mtime`.
     pub mtime_nsec: u32,
+    /// Last change of the inode, seconds since the epoch.
     pub ctime: i64,
+    /// Nanoseconds of `ctime`.
     pub ctime_nsec: u32,
 }
 
@@ -56,35 +152,12 @@ impl Metadata {
         }
     }
 
-    /// From what `statx` returned: the same fields `fstatat` fills.
-    #[cfg(feature = "io-uring")]
-    pub(crate) fn from_statx(st: &libc::statx) -> Self {
-        let time = |t: libc::statx_timestamp| (t.tv_sec, t.tv_nsec);
-        let ((atime, atime_nsec), (mtime, mtime_nsec), (ctime, ctime_nsec)) =
-            (time(st.stx_atime), time(st.stx_mtime), time(st.stx_ctime));
-        Metadata {
-            dev: libc::makedev(st.stx_dev_major, st.stx_dev_minor),
-            ino: st.stx_ino,
-            mode: u32::from(st.stx_mode),
-            nlink: u64::from(st.stx_nlink),
-            uid: st.stx_uid,
-            gid: st.stx_gid,
-            rdev: libc::makedev(st.stx_rdev_major, st.stx_rdev_minor),
-            size: st.stx_size,
-            blocks: st.stx_blocks,
-            atime,
-            atime_nsec,
-            mtime,
-            mtime_nsec,
-            ctime,
-            ctime_nsec,
-        }
-    }
-
+    /// The type encoded in `mode`.
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.mode)
     }
 
+    /// Whether it is a directory (a symlink's own metadata never is).
     pub fn is_dir(&self) -> bool {
         self.file_type() == FileType::Dir
     }
@@ -126,15 +199,37 @@ pub(crate) fn stat_entry(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> Opti
 pub fn stat_path(path: &Path, follow: bool) -> std::io::Result<Metadata> {
     use std::os::unix::ffi::OsStrExt;
     let bytes = path.as_os_str().as_bytes();
-    if bytes.len() < crate::dir::PATH_PIECE {
+    if bytes.len() < PATH_PIECE {
         let st = rustix::fs::statat(CWD, bytes, flags(follow))?;
         return Ok(Metadata::from_stat(&st));
     }
-    let (dir, name) = crate::dir::open_parent_of_long_path(bytes)?;
+    let (dir, name) = open_parent_of_long_path(bytes)?;
     stat_at(rustix::fd::AsFd::as_fd(&dir), name, follow)
 }
 
 /// `fstat` of an open descriptor.
 pub fn stat_fd(fd: BorrowedFd<'_>) -> std::io::Result<Metadata> {
     Ok(Metadata::from_stat(&rustix::fs::fstat(fd)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FileType;
+
+    #[test]
+    fn record_types_read_as_mode_types() {
+        let types = [
+            (libc::DT_REG, FileType::File),
+            (libc::DT_DIR, FileType::Dir),
+            (libc::DT_LNK, FileType::Symlink),
+            (libc::DT_BLK, FileType::BlockDevice),
+            (libc::DT_CHR, FileType::CharDevice),
+            (libc::DT_FIFO, FileType::Fifo),
+            (libc::DT_SOCK, FileType::Socket),
+            (libc::DT_UNKNOWN, FileType::Unknown),
+        ];
+        for (d_type, file_type) in types {
+            assert_eq!(FileType::from_d_type(d_type), file_type, "{d_type}");
+        }
+    }
 }

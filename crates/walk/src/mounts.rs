@@ -7,6 +7,9 @@
 //! any time. A walk skips the read that would return 0 only when every file
 //! system mounted at or under its roots (and the one holding each root) is
 //! of the first kind; with links followed, that is every mount there is.
+//!
+//! Offers [`short_read_ends`]. Relies on nothing else in this crate: only
+//! `/proc/self/mountinfo`.
 
 use std::ffi::OsString;
 use std::io::Read;

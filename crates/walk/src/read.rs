@@ -1,29 +1,61 @@
 //! The directory reader: open one directory, read it with `getdents64` into a
 //! reused buffer, and stream its entries out in chunks while it reads.
 //!
-//! This is the only place that turns kernel records into entries; every
-//! order (breadth-first, depth-first, parallel) calls it once per directory.
+//! Offers [`Job`] (what a reader is given: a directory to open, or a part
+//! of a huge one another reader split) and [`Reader`] (one thread's reading
+//! state: [`read`](Reader::read) takes a job, hands the entries to a
+//! [`Visitor`] in [`Chunk`]s, and returns the subdirectories found as new
+//! jobs). It never decides what is read next: every scheduler (serial
+//! orders, the thread pool, any other) calls it once per job.
+//!
+//! Relies on the contracts below it: [`Shared`] (the resolved settings, the
+//! roots, the stop flag, the descriptor budget), [`Visitor`]/[`Flow`], the
+//! filter contract, and [`ChunkBuf`]/[`Chunk`]; on `dir` to open
+//! directories and keep their descriptors, `split` to cut a huge directory,
+//! and on `dirent` and `meta` for the system calls.
+//!
+//! This is the only place that turns kernel records into entries.
+
+mod listing;
 
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, IntoRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
-use crate::dir::{into_raw, Dir, Job};
-use crate::dirent::{DirStream, Record};
-use crate::entry::{Chunk, FileType};
+use self::listing::{Listing, Source};
+use crate::dir::{Dir, Pending};
+use crate::dirent::DirStream;
+use crate::entry::{Chunk, ChunkBuf};
 use crate::error::Error;
-use crate::filter::{DirInfo, RawEntry};
-use crate::meta::Metadata;
+use crate::filter::{Decision, DirInfo, RawEntry};
+use crate::meta::{FileType, Metadata};
+use crate::settings::Shared;
 use crate::split::{self, Part};
-use crate::uring::BulkStat;
-use crate::walker::{Flow, Shared, Visitor};
+use crate::visit::{Flow, Visitor};
 
 /// Size of the reused `getdents64` buffer: past 32 KiB the size barely
 /// matters, and one buffer per thread avoids a malloc per directory.
 const GETDENTS_BUF: usize = 64 * 1024;
+
+/// What a reader is given.
+pub(crate) enum Job {
+    /// A directory to open and read.
+    Open(Pending),
+    /// The rest of a directory being read, from one position to another
+    /// (see `crate::split`), with a descriptor of its own.
+    Part(Box<Part>),
+}
+
+impl Job {
+    /// Root number `root` of the walk, spelt `path`.
+    pub(crate) fn root(root: usize, path: &[u8]) -> Job {
+        Job::Open(Pending::root(Dir::root_parent(root), path))
+    }
+}
 
 /// A buffer the kernel writes into. Filling it first (`vec![uninit; n]`
 /// does) touches every page up front: 16 page faults per thread at start,
@@ -43,7 +75,7 @@ struct Child {
     follow: bool,
 }
 
-impl crate::walker::ChildName for Child {
+impl Child {
     fn name<'a>(&self, names: &'a [u8]) -> &'a [u8] {
         &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
     }
@@ -55,11 +87,9 @@ pub(crate) struct Reader {
     child_names: Vec<u8>,
     children: Vec<Child>,
     /// Buffers of the last chunk, to be reused by the next one.
-    spare: Option<Chunk>,
+    spare: Option<ChunkBuf>,
     /// A directory listed whole before its entries are handed out.
     listing: Listing,
-    /// Bulk metadata (made on the first chunk that wants it).
-    stats: Option<BulkStat>,
     /// Directories this reader has listed.
     listed: usize,
 }
@@ -78,7 +108,6 @@ impl Reader {
             children: Vec::new(),
             spare: None,
             listing: Listing::default(),
-            stats: None,
             listed: 0,
         }
     }
@@ -92,14 +121,14 @@ impl Reader {
         self.listed > TRUST_SHORT_READS_AFTER && shared.short_read_ends()
     }
 
-    fn chunk_for(&mut self, dir: Arc<Dir>) -> Chunk {
+    fn chunk_for(&mut self, dir: Arc<Dir>) -> ChunkBuf {
         match self.spare.take() {
             Some(mut c) => {
                 c.clear();
                 c.dir = dir;
                 c
             }
-            None => Chunk::new(dir),
+            None => ChunkBuf::new(dir),
         }
     }
 
@@ -110,23 +139,34 @@ impl Reader {
     pub(crate) fn read<V: Visitor>(
         &mut self,
         shared: &Shared,
-        mut job: Job,
+        job: Job,
         visitor: &mut V,
         jobs: &mut Vec<Job>,
         share: Option<&mut dyn FnMut(Job)>,
     ) -> Flow {
-        if let Some(part) = job.part.take() {
-            return self.read_part(shared, *part, visitor, jobs);
+        match job {
+            Job::Open(pending) => self.read_dir(shared, pending, visitor, jobs, share),
+            Job::Part(part) => self.read_part(shared, *part, visitor, jobs),
         }
+    }
+
+    fn read_dir<V: Visitor>(
+        &mut self,
+        shared: &Shared,
+        mut job: Pending,
+        visitor: &mut V,
+        jobs: &mut Vec<Job>,
+        share: Option<&mut dyn FnMut(Job)>,
+    ) -> Flow {
+        let settings = &shared.settings;
         let is_root = job.parent.is_root_parent();
-        let depth = job.parent.child_depth;
-        let fd = match job.open(shared) {
+        let depth = job.depth();
+        let fd = match job.open(shared.root_path(job.parent.root), settings.follow_links) {
             Ok(fd) => fd,
             Err(Errno::NOTDIR) if is_root => return self.emit_root_non_dir(shared, &job, visitor),
             Err(e) => return visitor.error(Error::io(&job.path(), depth, e)),
         };
-        let cfg = &shared.cfg;
-        let (dev, ino) = if is_root || cfg.follow_links || cfg.same_file_system {
+        let (dev, ino) = if is_root || settings.follow_links || settings.same_file_system {
             match crate::meta::stat_fd(fd.as_fd()) {
                 Ok(m) => (m.dev, m.ino),
                 Err(e) => {
@@ -142,13 +182,13 @@ impl Reader {
         };
         let parent = if is_root { None } else { Some(job.parent.clone()) };
         if let Some(parent) = &parent {
-            if cfg.same_file_system && dev != shared.root_dev(parent) {
+            if settings.same_file_system && dev != parent.root_dir().dev {
                 return Flow::Continue;
             }
             // Only a followed link can close a cycle (directories cannot be
             // hard-linked); a real directory met again under a link is walked
             // again, as fd and the `ignore` crate do.
-            if cfg.follow_links && job.follow {
+            if settings.follow_links && job.follow {
                 if let Some(ancestor) = find_ancestor(parent, dev, ino) {
                     return visitor.error(Error::loop_at(&job.path(), depth, ancestor.path()));
                 }
@@ -167,17 +207,17 @@ impl Reader {
             fd.as_raw_fd(),
         );
         drop(job);
-        if is_root && cfg.min_depth == 0 {
+        if is_root && settings.min_depth == 0 {
             let flow = self.emit_root(shared, dir.path(), FileType::Dir, ino, visitor, Some(&fd));
             if flow == Flow::Stop {
                 return flow;
             }
         }
-        if is_root && cfg.max_depth == Some(0) {
+        if is_root && settings.max_depth == Some(0) {
             return Flow::Continue;
         }
         let mut listed = false;
-        if let Some(filter) = &cfg.filter {
+        if let Some(filter) = &settings.filter {
             let probes = filter.probe_names();
             let mut present = Vec::new();
             if !probes.is_empty() {
@@ -197,11 +237,11 @@ impl Reader {
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
-        let raw = into_raw(fd);
+        let raw = fd.into_raw_fd();
         let stretch = Stretch {
             from: 0,
             to: u64::MAX,
-            share: share.filter(|_| !listed && cfg.sort.is_none()),
+            share: share.filter(|_| !listed && settings.sort.is_none()),
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)
@@ -218,7 +258,7 @@ impl Reader {
             reserved,
         } = part;
         drop(reserved);
-        let raw = into_raw(fd);
+        let raw = fd.into_raw_fd();
         let dir = Arc::new(dir.twin(raw));
         let flow = self.read_entries(
             shared,
@@ -238,13 +278,13 @@ impl Reader {
     /// After reading `dir`: settle its descriptor and queue its children.
     fn queue_children(&mut self, shared: &Shared, dir: &Arc<Dir>, flow: Flow, jobs: &mut Vec<Job>) -> Flow {
         let children = std::mem::take(&mut self.children);
-        let closed = dir.settle_fd(if flow == Flow::Stop { 0 } else { children.len() }, shared);
+        let closed = dir.settle_fd(if flow == Flow::Stop { 0 } else { children.len() }, &shared.budget);
         let keeps_fd = closed.is_none();
         drop(closed);
         if flow == Flow::Continue {
             jobs.extend(children.iter().map(|c| {
-                let name = &self.child_names[c.name_start as usize..(c.name_start + c.name_len) as usize];
-                Job::child(dir.clone(), name, c.follow, keeps_fd)
+                let name = c.name(&self.child_names);
+                Job::Open(Pending::child(dir.clone(), name, c.follow, keeps_fd))
             }));
         }
         self.children = children;
@@ -264,15 +304,18 @@ impl Reader {
         listed: bool,
         mut stretch: Stretch<'_>,
     ) -> Flow {
-        let cfg = &shared.cfg;
+        let settings = &shared.settings;
         // SAFETY: `dir` keeps raw_fd open until `settle_fd`, after this returns.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(raw_fd) };
+        let fd = unsafe { BorrowedFd::borrow_raw(raw_fd) };
         let depth = dir.child_depth;
-        let emit = depth >= cfg.min_depth;
-        let descend = cfg.max_depth.is_none_or(|m| depth < m);
-        let chunk_size = if cfg.sort.is_some() { usize::MAX } else { cfg.chunk_size };
+        let emit = depth >= settings.min_depth;
+        let descend = settings.max_depth.is_none_or(|m| depth < m);
+        let chunk_size = if settings.sort.is_some() {
+            usize::MAX
+        } else {
+            settings.chunk_size
+        };
         let mut chunk = self.chunk_for(dir.clone());
-        chunk.fd = raw_fd;
         let mut source = if listed {
             Source::Listed(self.listing.replay())
         } else {
@@ -301,9 +344,9 @@ impl Reader {
             if let Some(share) = &mut stretch.share {
                 seen += 1;
                 if seen == split::PROBE_ENTRIES {
-                    if let Some((end, parts)) = split::split(shared, dir, fd, own_position, cfg.threads) {
+                    if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, settings.threads) {
                         stretch.to = end;
-                        parts.into_iter().for_each(|part| share(Job::part(part)));
+                        parts.into_iter().for_each(|part| share(Job::Part(Box::new(part))));
                     }
                     stretch.share = None;
                 }
@@ -312,7 +355,7 @@ impl Reader {
             if name == b"." || name == b".." {
                 continue;
             }
-            if cfg.skip_hidden && name[0] == b'.' {
+            if settings.skip_hidden && name[0] == b'.' {
                 continue;
             }
             let mut file_type = entry.file_type();
@@ -322,7 +365,7 @@ impl Reader {
                     Err(_) => FileType::Unknown, // vanished: listed as it was
                 };
             }
-            let target_type = if file_type == FileType::Symlink && cfg.follow_links {
+            let target_type = if file_type == FileType::Symlink && settings.follow_links {
                 match follow_link(dir, fd, name, depth) {
                     Ok(target_type) => target_type,
                     Err(error) => {
@@ -335,7 +378,7 @@ impl Reader {
             } else {
                 file_type
             };
-            let decision = match &cfg.filter {
+            let decision = match &settings.filter {
                 Some(filter) => {
                     let raw_entry = RawEntry {
                         name,
@@ -347,7 +390,7 @@ impl Reader {
                     };
                     filter.decide(dir.filter_state.as_ref(), &raw_entry)
                 }
-                None => crate::filter::Decision::KEEP,
+                None => Decision::KEEP,
             };
             if decision.descend && descend && target_type == FileType::Dir {
                 let name_start = self.child_names.len() as u32;
@@ -360,25 +403,27 @@ impl Reader {
             }
             if emit && decision.emit {
                 chunk.push(name, file_type, target_type, entry.ino());
-                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor, &mut self.stats) == Flow::Stop {
+                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
                     return Flow::Stop;
                 }
             }
         }
-        if let Some(sort) = &cfg.sort {
-            sort.sort_chunk(&mut chunk);
-            sort.sort_children(&mut self.children, &self.child_names);
+        if settings.sort.is_some() {
+            chunk.sort_by_name();
+            let names = &self.child_names;
+            self.children.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
         }
         let flow = if chunk.is_empty() {
             Flow::Continue
         } else {
-            flush(shared, &mut chunk, fd, visitor, &mut self.stats)
+            flush(shared, &mut chunk, fd, visitor)
         };
-        chunk.fd = -1;
         self.spare = Some(chunk);
         flow
     }
 
+    /// Yield a root (depth 0); `fd` is the root's own descriptor, when it is
+    /// a directory the walk opened.
     fn emit_root<V: Visitor>(
         &mut self,
         shared: &Shared,
@@ -388,16 +433,17 @@ impl Reader {
         visitor: &mut V,
         fd: Option<&OwnedFd>,
     ) -> Flow {
-        let mut chunk = Chunk::new(Dir::root_parent(0));
+        let mut chunk = ChunkBuf::new(Dir::root_parent(0));
         chunk.push(path, file_type, file_type, ino);
-        if shared.cfg.metadata {
+        if shared.settings.metadata {
             let m = match fd {
                 Some(fd) => crate::meta::stat_fd(fd.as_fd()).ok(),
                 None => crate::meta::stat_path(std::path::Path::new(std::ffi::OsStr::from_bytes(path)), true).ok(),
             };
             chunk.meta.push(m);
         }
-        let flow = visitor.visit(&mut chunk);
+        // A root has no parent the walk opened: its chunk lends no descriptor.
+        let flow = visitor.visit(&mut Chunk::lend(&mut chunk, None));
         if flow == Flow::Stop {
             shared.stop();
         }
@@ -405,38 +451,30 @@ impl Reader {
     }
 
     /// A root that is not a directory is yielded as an entry of depth 0.
-    fn emit_root_non_dir<V: Visitor>(&mut self, shared: &Shared, job: &Job, visitor: &mut V) -> Flow {
+    fn emit_root_non_dir<V: Visitor>(&mut self, shared: &Shared, job: &Pending, visitor: &mut V) -> Flow {
         let path = job.path();
         let m = match crate::meta::stat_path(std::path::Path::new(std::ffi::OsStr::from_bytes(&path)), true) {
             Ok(m) => m,
             Err(e) => return visitor.error(Error::io(&path, 0, Errno::from_io_error(&e).unwrap_or(Errno::IO))),
         };
-        if shared.cfg.min_depth > 0 {
+        if shared.settings.min_depth > 0 {
             return Flow::Continue;
         }
         self.emit_root(shared, &path, m.file_type(), m.ino, visitor, None)
     }
 }
 
-use std::os::unix::ffi::OsStrExt;
-
 /// Hand a full chunk to the visitor (with metadata first, if asked for),
-/// then empty it for the next entries.
-fn flush<V: Visitor>(
-    shared: &Shared,
-    chunk: &mut Chunk,
-    fd: std::os::fd::BorrowedFd<'_>,
-    visitor: &mut V,
-    stats: &mut Option<BulkStat>,
-) -> Flow {
+/// lending it the directory's descriptor for the visit, then empty it for
+/// the next entries.
+fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, visitor: &mut V) -> Flow {
     if shared.stopped() {
         return Flow::Stop;
     }
-    if shared.cfg.metadata {
-        let stats = stats.get_or_insert_with(|| BulkStat::new(shared.cfg.io_uring));
-        fill_metadata(chunk, fd, shared.cfg.follow_links, stats);
+    if shared.settings.metadata {
+        fill_metadata(chunk, fd, shared.settings.follow_links);
     }
-    let flow = visitor.visit(chunk);
+    let flow = visitor.visit(&mut Chunk::lend(chunk, Some(fd)));
     chunk.clear();
     if flow == Flow::Stop {
         shared.stop();
@@ -446,17 +484,13 @@ fn flush<V: Visitor>(
 
 /// Stat every entry of a chunk relative to its directory: the bulk fetch
 /// that spares callers a second stat per entry. In listing order: stats
-/// sorted by inode number were measured on a cold cache (`fdu -s`, caches
-/// dropped before each run, alternating) and gained nothing on this
-/// virtio disk: src 405 ms against 398 (median of 7), million 6.05 s
-/// against 6.02 (of 3).
-fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: bool, stats: &mut BulkStat) {
-    let names = &chunk.names;
-    let slots = chunk
-        .slots
-        .iter()
-        .map(|s| &names[s.name_start as usize..(s.name_start + s.name_len) as usize]);
-    stats.stat_all(fd, follow, slots, &mut chunk.meta);
+/// sorted by inode number gained nothing on a cold cache (BENCHMARKS.md,
+/// Other measurements, "Stats in inode order").
+fn fill_metadata(chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, follow: bool) {
+    let mut meta = std::mem::take(&mut chunk.meta);
+    meta.clear();
+    meta.extend(chunk.names().map(|name| crate::meta::stat_entry(fd, name, follow)));
+    chunk.meta = meta;
 }
 
 /// The type of what the link `name` in `dir` leads to. A dangling link
@@ -464,7 +498,7 @@ fn fill_metadata(chunk: &mut Chunk, fd: std::os::fd::BorrowedFd<'_>, follow: boo
 /// neither yielded nor walked; so is one that cannot be followed at all (to
 /// itself: ELOOP, through a file: ENOTDIR, into an unreadable directory), as
 /// fd and du report it.
-fn follow_link(dir: &Arc<Dir>, fd: std::os::fd::BorrowedFd<'_>, name: &[u8], depth: usize) -> Result<FileType, Error> {
+fn follow_link(dir: &Arc<Dir>, fd: BorrowedFd<'_>, name: &[u8], depth: usize) -> Result<FileType, Error> {
     let path = || [&dir.prefix[..], name].concat();
     match rustix::fs::statat(fd, name, AtFlags::empty()) {
         Ok(st) => {
@@ -484,15 +518,10 @@ fn follow_link(dir: &Arc<Dir>, fd: std::os::fd::BorrowedFd<'_>, name: &[u8], dep
 }
 
 /// The ancestor of `dir` (or `dir` itself) with this device and inode, if any.
-fn find_ancestor(dir: &Arc<Dir>, dev: u64, ino: u64) -> Option<&Dir> {
-    let mut cur: Option<&Arc<Dir>> = Some(dir);
-    while let Some(d) = cur {
-        if d.dev == dev && d.ino == ino && !d.is_root_parent() {
-            return Some(d);
-        }
-        cur = d.parent.as_ref();
-    }
-    None
+fn find_ancestor(dir: &Dir, dev: u64, ino: u64) -> Option<&Dir> {
+    std::iter::once(dir)
+        .chain(dir.ancestors())
+        .find(|d| d.dev == dev && d.ino == ino && !d.is_root_parent())
 }
 
 /// The stretch of a directory's listing one reader takes: positions from
@@ -502,127 +531,4 @@ struct Stretch<'s> {
     from: u64,
     to: u64,
     share: Option<&'s mut dyn FnMut(Job)>,
-}
-
-/// One entry as the directory listed it.
-enum Listed<'a> {
-    Raw(Record<'a>),
-    Kept {
-        name: &'a [u8],
-        file_type: FileType,
-        ino: u64,
-    },
-}
-
-impl Listed<'_> {
-    fn name(&self) -> &[u8] {
-        match self {
-            Listed::Raw(e) => e.name,
-            Listed::Kept { name, .. } => name,
-        }
-    }
-
-    fn file_type(&self) -> FileType {
-        match self {
-            Listed::Raw(e) => FileType::from_d_type(e.d_type),
-            Listed::Kept { file_type, .. } => *file_type,
-        }
-    }
-
-    /// Where the listing goes on after this entry (`d_off`); 0 for a kept
-    /// listing, which is never split.
-    fn next_position(&self) -> u64 {
-        match self {
-            Listed::Raw(e) => e.next_position,
-            Listed::Kept { .. } => 0,
-        }
-    }
-
-    fn ino(&self) -> u64 {
-        match self {
-            Listed::Raw(e) => e.ino,
-            Listed::Kept { ino, .. } => *ino,
-        }
-    }
-}
-
-/// A whole directory listing kept in memory: read before a filter's `enter`
-/// (which wants to know which names exist), then replayed as if read again.
-#[derive(Default)]
-struct Listing {
-    names: Vec<u8>,
-    items: Vec<(u32, u32, FileType, u64)>,
-    /// The error that ended the listing early, replayed after its entries.
-    error: Option<Errno>,
-}
-
-impl Listing {
-    fn read(&mut self, fd: std::os::fd::BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], short_read_ends: bool) {
-        self.names.clear();
-        self.items.clear();
-        self.error = None;
-        let mut raw = DirStream::new(fd, buf, short_read_ends);
-        while let Some(item) = raw.next() {
-            match item {
-                Ok(e) => {
-                    let start = self.names.len() as u32;
-                    self.names.extend_from_slice(e.name);
-                    self.items
-                        .push((start, e.name.len() as u32, FileType::from_d_type(e.d_type), e.ino));
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    break;
-                }
-            }
-        }
-    }
-
-    fn contains(&self, name: &[u8]) -> bool {
-        self.items
-            .iter()
-            .any(|&(start, len, _, _)| &self.names[start as usize..(start + len) as usize] == name)
-    }
-
-    fn replay(&self) -> Replay<'_> {
-        Replay { listing: self, next: 0 }
-    }
-}
-
-struct Replay<'a> {
-    listing: &'a Listing,
-    next: usize,
-}
-
-/// Where a directory's entries come from: the kernel, or a listing read before.
-enum Source<'a> {
-    Raw(DirStream<'a>),
-    Listed(Replay<'a>),
-}
-
-impl Source<'_> {
-    fn next(&mut self) -> Option<Result<Listed<'_>, Errno>> {
-        match self {
-            Source::Raw(raw) => raw.next().map(|item| item.map(Listed::Raw)),
-            Source::Listed(replay) => {
-                let listing = replay.listing;
-                match listing.items.get(replay.next) {
-                    Some(&(start, len, file_type, ino)) => {
-                        replay.next += 1;
-                        Some(Ok(Listed::Kept {
-                            name: &listing.names[start as usize..(start + len) as usize],
-                            file_type,
-                            ino,
-                        }))
-                    }
-                    None => {
-                        // The error, if any, comes once, after the entries read before it.
-                        let error = listing.error.filter(|_| replay.next != usize::MAX);
-                        replay.next = usize::MAX;
-                        error.map(Err)
-                    }
-                }
-            }
-        }
-    }
 }

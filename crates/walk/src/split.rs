@@ -1,5 +1,11 @@
 //! Reading one huge directory with several threads at once.
 //!
+//! Offers [`split`] (cut what is left of a directory being read into
+//! [`Part`]s, each with a descriptor of its own positioned at its start)
+//! and [`PROBE_ENTRIES`] (when the reader asks). Relies on `dir` for the
+//! directory being read and `budget` for the parts' descriptors; the reader
+//! reads each part and the scheduler hands them to idle workers.
+//!
 //! One directory is one `getdents64` stream, so a walk whose time goes to a
 //! single huge directory (a million files in one place) would run on one
 //! core however many it has. On ext4 that stream can be cut: a directory
@@ -24,8 +30,8 @@ use std::sync::Arc;
 
 use rustix::fs::{Mode, OFlags, SeekFrom};
 
+use crate::budget::{Budget, Reservation};
 use crate::dir::Dir;
-use crate::walker::Shared;
 
 /// Entries read from a directory before it is considered for splitting:
 /// a directory this small is over before a second thread would start.
@@ -57,7 +63,7 @@ pub(crate) struct Part {
 /// with a part of the walk's workers to share it: if it can be split, open
 /// the parts after the first and return where the first must stop.
 pub(crate) fn split(
-    shared: &Shared,
+    budget: &Budget,
     dir: &Arc<Dir>,
     fd: BorrowedFd<'_>,
     pos: u64,
@@ -80,10 +86,7 @@ pub(crate) fn split(
     for i in 1..parts as u64 {
         let start = pos + step * i;
         let end = if i + 1 == parts as u64 { u64::MAX } else { start + step };
-        if !crate::walker::reserve_fd(shared) {
-            return None;
-        }
-        let reserved = Reservation(());
+        let reserved = Reservation::take(budget)?;
         // A part that cannot be opened: one stream after all (the parts
         // opened so far are dropped, and their reservations with them).
         let fd = reopen_at(fd, start)?;
@@ -105,14 +108,4 @@ fn reopen_at(fd: BorrowedFd<'_>, start: u64) -> Option<OwnedFd> {
     let reopened = rustix::fs::openat(fd, ".", flags, Mode::empty()).ok()?;
     rustix::fs::seek(&reopened, SeekFrom::Start(start)).ok()?;
     Some(reopened)
-}
-
-/// A descriptor counted against the walk's budget (see `reserve_fd`) while
-/// its part waits in a queue; given back when the part is read or dropped.
-pub(crate) struct Reservation(());
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        crate::walker::release_fd();
-    }
 }

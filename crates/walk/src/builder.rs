@@ -1,98 +1,36 @@
-//! Walk configuration and the entry point that runs a walk with a visitor.
+//! The public face: [`WalkBuilder`], which gathers a walk's options and
+//! runs it.
+//!
+//! Offers [`WalkBuilder`] (its option methods here; running a walk, in
+//! `run`: [`visit`](WalkBuilder::visit), [`for_each`](WalkBuilder::for_each),
+//! [`for_each_with`](WalkBuilder::for_each_with)), [`cores`] and
+//! [`MAX_THREADS`]. Running resolves the options into the plain settings
+//! the layers below read, folds every filter (the caller's, the ignore
+//! rules, the closures) into one, and hands the walk to the scheduler.
+//! Relies on everything below it: `schedule` to run the walk, the filters
+//! (`hooks`, `ignore`), and the contracts (`settings`, `visit`, `entry`,
+//! `filter`, `error`). The iterators (`crate::iter`) sit above it.
 
-use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+mod run;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::dir::Dir;
-use crate::entry::{Chunk, EntryRef};
-use crate::error::Error;
 use crate::filter::{EntryFilter, RawEntry};
+use crate::hooks::{Keep, Prune};
+use crate::ignore::IgnoreBuilder;
+use crate::io::AUTO_IO_DEPTH;
+use crate::settings::{Order, Settings, Sort};
 
-/// The order directories are read in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Order {
-    /// Level by level: all entries of depth 1, then of depth 2, …
-    /// (within a level, directories in the order they were found).
-    BreadthFirst,
-    /// One directory's entries, then each of its subdirectories' subtrees in
-    /// listing order, recursively. Single-threaded and deterministic.
-    DepthFirst,
-    /// Directories shared between worker threads; directories interleave,
-    /// and a huge directory may be read by several threads at once (on
-    /// ext4), its chunks interleaving too.
-    #[default]
-    Parallel,
-}
-
-/// How entries are sorted within each directory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sort {
-    /// By name bytes.
-    Name,
-}
-
-impl Sort {
-    pub(crate) fn sort_chunk(&self, chunk: &mut Chunk) {
-        let names = &chunk.names;
-        let name = |s: &crate::entry::Slot| &names[s.name_start as usize..(s.name_start + s.name_len) as usize];
-        chunk.slots.sort_unstable_by(|a, b| name(a).cmp(name(b)));
-    }
-
-    pub(crate) fn sort_children<T: ChildName>(&self, children: &mut [T], names: &[u8]) {
-        children.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
-    }
-}
-
-/// A child record whose name lives in a shared buffer.
-pub(crate) trait ChildName {
-    fn name<'a>(&self, names: &'a [u8]) -> &'a [u8];
-}
-
-/// Whether the walk goes on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Flow {
-    Continue,
-    /// Stop the whole walk: every thread stops at its next chunk.
-    Stop,
-}
-
-/// Receives the walk's output on the thread that read it. In a parallel walk
-/// each worker thread has its own visitor (see [`WalkBuilder::visit`]).
-pub trait Visitor: Send {
-    /// A batch of entries from one directory. The chunk may be emptied or
-    /// taken ([`Chunk::take`]); the walk reuses its buffers afterwards.
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow;
-
-    /// An error at one path; the walk goes on unless this returns `Stop`.
-    fn error(&mut self, error: Error) -> Flow {
-        let _ = error;
-        Flow::Continue
-    }
-}
-
+/// What the builder was told: the settings as given (resolved when the
+/// walk starts), and what only the builder uses.
 #[derive(Clone)]
 pub(crate) struct Config {
-    pub(crate) order: Order,
-    pub(crate) threads: usize,
-    /// Parallel workers take their shallowest pending directory first.
-    pub(crate) shallow_first: bool,
-    /// Most workers of a parallel walk once its reads wait on I/O (see `crate::io`).
-    pub(crate) io_depth: usize,
-    pub(crate) min_depth: usize,
-    pub(crate) max_depth: Option<usize>,
-    pub(crate) follow_links: bool,
-    pub(crate) same_file_system: bool,
-    pub(crate) skip_hidden: bool,
-    pub(crate) metadata: bool,
-    /// When bulk metadata goes through io_uring.
-    pub(crate) io_uring: crate::IoUring,
-    pub(crate) sort: Option<Sort>,
-    pub(crate) chunk_size: usize,
+    /// The options the layers below read, as given: `threads`, `io_depth`
+    /// and `filter` are resolved when the walk starts.
+    pub(crate) settings: Settings,
     pub(crate) max_open_fds: Option<usize>,
-    pub(crate) filter: Option<Arc<dyn EntryFilter>>,
     /// Filters added by the closure conveniences, judged after `filter`.
     pub(crate) hooks: Vec<Arc<dyn EntryFilter>>,
     pub(crate) lenient: bool,
@@ -101,7 +39,7 @@ pub(crate) struct Config {
     /// A stop flag shared with the walk's owner (an iterator sets it when dropped).
     pub(crate) stop: Option<Arc<AtomicBool>>,
     /// Ignore-file rules, built into a filter for the walk's roots when it starts.
-    pub(crate) ignore: Option<crate::ignore::IgnoreBuilder>,
+    pub(crate) ignore: Option<IgnoreBuilder>,
 }
 
 /// Builds and runs a walk.
@@ -111,7 +49,7 @@ pub(crate) struct Config {
 ///
 /// struct Count(usize);
 /// impl Visitor for Count {
-///     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+///     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
 ///         self.0 += chunk.len();
 ///         Flow::Continue
 ///     }
@@ -136,21 +74,22 @@ impl WalkBuilder {
         WalkBuilder {
             roots: vec![root.as_ref().to_path_buf()],
             cfg: Config {
-                order: Order::default(),
-                threads: cores(),
-                shallow_first: false,
-                io_depth: crate::io::AUTO_IO_DEPTH,
-                min_depth: 0,
-                max_depth: None,
-                follow_links: false,
-                same_file_system: false,
-                skip_hidden: false,
-                metadata: false,
-                io_uring: crate::IoUring::default(),
-                sort: None,
-                chunk_size: 512,
+                settings: Settings {
+                    order: Order::default(),
+                    threads: cores(),
+                    shallow_first: false,
+                    io_depth: AUTO_IO_DEPTH,
+                    min_depth: 0,
+                    max_depth: None,
+                    follow_links: false,
+                    same_file_system: false,
+                    skip_hidden: false,
+                    metadata: false,
+                    sort: None,
+                    chunk_size: 512,
+                    filter: None,
+                },
                 max_open_fds: None,
-                filter: None,
                 hooks: Vec::new(),
                 lenient: false,
                 buffer_chunks: None,
@@ -196,7 +135,7 @@ impl WalkBuilder {
     /// assert_eq!(depths, [0, 1, 1, 2, 3]);
     /// ```
     pub fn order(mut self, order: Order) -> Self {
-        self.cfg.order = order;
+        self.cfg.settings.order = order;
         self
     }
 
@@ -217,7 +156,7 @@ impl WalkBuilder {
     /// each other (and `-j 100000` would take minutes just to spawn them).
     pub fn threads(mut self, n: usize) -> Self {
         let n = if n == 0 { cores() } else { n };
-        self.cfg.threads = n.min(MAX_THREADS);
+        self.cfg.settings.threads = n.min(MAX_THREADS);
         self
     }
 
@@ -238,11 +177,11 @@ impl WalkBuilder {
     /// # use fnd_walk::{Chunk, Flow, Visitor};
     /// # struct Count(usize);
     /// # impl Visitor for Count {
-    /// #     fn visit(&mut self, chunk: &mut Chunk) -> Flow { self.0 += chunk.len(); Flow::Continue }
+    /// #     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow { self.0 += chunk.len(); Flow::Continue }
     /// # }
     /// ```
     pub fn io_depth(mut self, n: usize) -> Self {
-        self.cfg.io_depth = if n == 0 { crate::io::AUTO_IO_DEPTH } else { n };
+        self.cfg.settings.io_depth = if n == 0 { AUTO_IO_DEPTH } else { n };
         self
     }
 
@@ -265,7 +204,7 @@ impl WalkBuilder {
     /// assert_eq!(first.map(|e| e.depth()), Some(2));
     /// ```
     pub fn shallow_first(mut self, yes: bool) -> Self {
-        self.cfg.shallow_first = yes;
+        self.cfg.settings.shallow_first = yes;
         self
     }
 
@@ -283,7 +222,7 @@ impl WalkBuilder {
     /// assert_eq!(paths, [root.join("a/b"), root.join("a/b/file")]);
     /// ```
     pub fn min_depth(mut self, depth: usize) -> Self {
-        self.cfg.min_depth = depth;
+        self.cfg.settings.min_depth = depth;
         self
     }
 
@@ -302,7 +241,7 @@ impl WalkBuilder {
     /// assert_eq!(paths, [root.to_path_buf(), root.join(".hidden"), root.join("a")]);
     /// ```
     pub fn max_depth(mut self, depth: Option<usize>) -> Self {
-        self.cfg.max_depth = depth;
+        self.cfg.settings.max_depth = depth;
         self
     }
 
@@ -329,7 +268,7 @@ impl WalkBuilder {
     /// assert!(loops >= 1);
     /// ```
     pub fn follow_links(mut self, yes: bool) -> Self {
-        self.cfg.follow_links = yes;
+        self.cfg.settings.follow_links = yes;
         self
     }
 
@@ -347,7 +286,7 @@ impl WalkBuilder {
     /// assert_eq!(WalkBuilder::new(root).same_file_system(true).iter().count(), 5);
     /// ```
     pub fn same_file_system(mut self, yes: bool) -> Self {
-        self.cfg.same_file_system = yes;
+        self.cfg.settings.same_file_system = yes;
         self
     }
 
@@ -364,7 +303,7 @@ impl WalkBuilder {
     /// assert_eq!(WalkBuilder::new(root).skip_hidden(true).iter().count(), 4);
     /// ```
     pub fn skip_hidden(mut self, yes: bool) -> Self {
-        self.cfg.skip_hidden = yes;
+        self.cfg.settings.skip_hidden = yes;
         self
     }
 
@@ -388,37 +327,7 @@ impl WalkBuilder {
     /// }
     /// ```
     pub fn metadata(mut self, yes: bool) -> Self {
-        self.cfg.metadata = yes;
-        self
-    }
-
-    /// When [`metadata`](Self::metadata)'s stats go through io_uring: a
-    /// chunk's stats submitted together, so that the file system has them
-    /// all in flight. The default is [`IoUring::Never`](crate::IoUring::Never),
-    /// one `fstatat` per entry: io_uring was slower in every case measured,
-    /// hot or cold (the figures are on [`IoUring`](crate::IoUring)). The
-    /// ring is only built in with the crate's `io-uring` feature; without
-    /// it, or where the kernel has no io_uring, or a sandbox forbids it,
-    /// every setting falls back to `fstatat`. The results are the same
-    /// either way.
-    ///
-    /// ```
-    /// use fnd_walk::{IoUring, WalkBuilder};
-    /// #
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("file"), "12345").unwrap();
-    /// # let root = dir.path();
-    /// let total: u64 = WalkBuilder::new(root)
-    ///     .min_depth(1)
-    ///     .metadata(true)
-    ///     .io_uring(IoUring::Always)
-    ///     .iter()
-    ///     .map(|e| e.unwrap().cached_metadata().map_or(0, |m| m.size))
-    ///     .sum();
-    /// assert_eq!(total, 5);
-    /// ```
-    pub fn io_uring(mut self, when: crate::IoUring) -> Self {
-        self.cfg.io_uring = when;
+        self.cfg.settings.metadata = yes;
         self
     }
 
@@ -444,7 +353,7 @@ impl WalkBuilder {
     /// assert_eq!(names, [".hidden", "a"]);
     /// ```
     pub fn sort(mut self, sort: Option<Sort>) -> Self {
-        self.cfg.sort = sort;
+        self.cfg.settings.sort = sort;
         self
     }
 
@@ -466,7 +375,7 @@ impl WalkBuilder {
     /// assert_eq!(sizes.iter().sum::<usize>(), 12);
     /// ```
     pub fn chunk_size(mut self, n: usize) -> Self {
-        self.cfg.chunk_size = n.max(1);
+        self.cfg.settings.chunk_size = n.max(1);
         self
     }
 
@@ -515,33 +424,12 @@ impl WalkBuilder {
     /// assert_eq!(paths.len(), 2); // a, a/b; not a/b/file, not .hidden
     /// ```
     pub fn filter(mut self, filter: Option<Arc<dyn EntryFilter>>) -> Self {
-        self.cfg.filter = filter;
+        self.cfg.settings.filter = filter;
         self
     }
 
-    /// Run the walk. `make` creates one visitor per worker thread (one in
-    /// all for the serial orders); `done` receives each visitor when its
-    /// thread has finished, on the calling thread.
-    pub fn visit<V, M, D>(&self, make: M, mut done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V),
-    {
-        let shared = Shared::new(self);
-        let shared = &shared;
-        let guard = || Guard {
-            visitor: Some(make()),
-            shared,
-            lenient: self.cfg.lenient,
-        };
-        crate::schedule::run(shared, guard, |mut guard| {
-            done(guard.visitor.take().expect("a visitor per guard"))
-        });
-    }
-
     /// Skip the errors a walk over a live tree meets as a matter of course
-    /// (see [`Error::is_benign`]: permission denied, an entry that vanished,
+    /// (see [`Error::is_benign`](crate::Error::is_benign): permission denied, an entry that vanished,
     /// a symlink loop) instead of reporting them. Errors at a root are
     /// reported all the same: a missing root is an error.
     ///
@@ -582,7 +470,7 @@ impl WalkBuilder {
     /// assert_eq!(names, ["src", "target"]);
     /// ```
     pub fn prune(mut self, prune: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
-        self.cfg.hooks.push(Arc::new(crate::hooks::Prune(Box::new(prune))));
+        self.cfg.hooks.push(Arc::new(Prune(Box::new(prune))));
         self
     }
 
@@ -609,7 +497,7 @@ impl WalkBuilder {
     /// assert_eq!(rust, [dir.path().join("src/main.rs")]);
     /// ```
     pub fn keep(mut self, keep: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
-        self.cfg.hooks.push(Arc::new(crate::hooks::Keep(Box::new(keep))));
+        self.cfg.hooks.push(Arc::new(Keep(Box::new(keep))));
         self
     }
 
@@ -637,11 +525,11 @@ impl WalkBuilder {
     /// assert_eq!(names, ["main.rs"]);
     /// ```
     pub fn git_ignore(self, yes: bool) -> Self {
-        self.ignore_rules(yes.then(|| crate::ignore::IgnoreBuilder::new().hidden(false)))
+        self.ignore_rules(yes.then(|| IgnoreBuilder::new().hidden(false)))
     }
 
     /// Apply these ignore-file rules (which files, custom names, overrides,
-    /// hidden entries; see [`IgnoreBuilder`](crate::ignore::IgnoreBuilder)),
+    /// hidden entries; see [`IgnoreBuilder`]),
     /// or none. Rules are read relative to each directory's open descriptor
     /// as the walk enters it.
     ///
@@ -661,131 +549,9 @@ impl WalkBuilder {
     ///     .collect();
     /// assert_eq!(names, ["public"]); // .fdignore is hidden: the rules skip hidden entries
     /// ```
-    pub fn ignore_rules(mut self, rules: Option<crate::ignore::IgnoreBuilder>) -> Self {
+    pub fn ignore_rules(mut self, rules: Option<IgnoreBuilder>) -> Self {
         self.cfg.ignore = rules;
         self
-    }
-
-    /// Run the walk, calling `f` for every entry and error on the thread
-    /// that read it (so `f` is shared between threads). Returning
-    /// [`Flow::Stop`] stops every thread at its next chunk.
-    ///
-    /// ```
-    /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use fnd_walk::{Flow, WalkBuilder};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// for name in ["a", "b", "c"] {
-    ///     std::fs::write(dir.path().join(name), "").unwrap();
-    /// }
-    /// let files = AtomicUsize::new(0);
-    /// WalkBuilder::new(dir.path()).threads(2).for_each(|entry| {
-    ///     if entry.map_or(false, |e| e.file_type().is_file()) {
-    ///         files.fetch_add(1, Ordering::Relaxed);
-    ///     }
-    ///     Flow::Continue
-    /// });
-    /// assert_eq!(files.into_inner(), 3);
-    /// ```
-    pub fn for_each<F>(&self, f: F)
-    where
-        F: Fn(Result<EntryRef<'_>, Error>) -> Flow + Sync,
-    {
-        self.for_each_with(|| (), |_, entry| f(entry));
-    }
-
-    /// Like [`for_each`](Self::for_each), with a state per worker thread
-    /// made by `init`: no locks or atomics in the hot loop. Returns the
-    /// states, one per thread, for the caller to combine.
-    ///
-    /// ```
-    /// use fnd_walk::{Flow, WalkBuilder};
-    ///
-    /// let dir = tempfile::tempdir().unwrap();
-    /// std::fs::write(dir.path().join("a"), "12345").unwrap();
-    /// std::fs::write(dir.path().join("b"), "678").unwrap();
-    /// let sizes = WalkBuilder::new(dir.path()).min_depth(1).metadata(true).for_each_with(
-    ///     || 0u64,
-    ///     |total, entry| {
-    ///         if let Some(m) = entry.ok().and_then(|e| e.cached_metadata()) {
-    ///             *total += m.size;
-    ///         }
-    ///         Flow::Continue
-    ///     },
-    /// );
-    /// assert_eq!(sizes.iter().sum::<u64>(), 8);
-    /// ```
-    pub fn for_each_with<S, I, F>(&self, init: I, f: F) -> Vec<S>
-    where
-        S: Send,
-        I: Fn() -> S + Sync,
-        F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
-    {
-        let mut states = Vec::new();
-        let f = &f;
-        self.visit(|| EntryVisitor { state: init(), f }, |v| states.push(v.state));
-        states
-    }
-}
-
-/// Runs a closure per entry (see [`WalkBuilder::for_each_with`]).
-struct EntryVisitor<'f, S, F> {
-    state: S,
-    f: &'f F,
-}
-
-impl<S, F> Visitor for EntryVisitor<'_, S, F>
-where
-    S: Send,
-    F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
-{
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        for entry in chunk.iter() {
-            if (self.f)(&mut self.state, Ok(entry)) == Flow::Stop {
-                return Flow::Stop;
-            }
-        }
-        Flow::Continue
-    }
-
-    fn error(&mut self, error: Error) -> Flow {
-        (self.f)(&mut self.state, Err(error))
-    }
-}
-
-/// Wraps each thread's visitor: drops benign errors below the roots when the
-/// walk is lenient, and stops the walk when the thread unwinds (a panic in a
-/// visitor or filter), so the other threads do not wait for its jobs forever.
-struct Guard<'a, V> {
-    visitor: Option<V>,
-    shared: &'a Shared,
-    lenient: bool,
-}
-
-impl<V: Visitor> Visitor for Guard<'_, V> {
-    fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        self.visitor
-            .as_mut()
-            .expect("visitor taken only at the end")
-            .visit(chunk)
-    }
-
-    fn error(&mut self, error: Error) -> Flow {
-        if self.lenient && error.is_benign() && error.depth() > 0 {
-            return Flow::Continue;
-        }
-        self.visitor
-            .as_mut()
-            .expect("visitor taken only at the end")
-            .error(error)
-    }
-}
-
-impl<V> Drop for Guard<'_, V> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.shared.stop();
-        }
     }
 }
 
@@ -801,156 +567,4 @@ pub const MAX_THREADS: usize = 256;
 pub fn cores() -> usize {
     static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-}
-
-/// Directory descriptors kept open by all walks of the process: the limit
-/// is per process, so the budget is too.
-static OPEN_FDS: AtomicUsize = AtomicUsize::new(0);
-
-pub(crate) fn reserve_fd(shared: &Shared) -> bool {
-    if OPEN_FDS.fetch_add(1, Ordering::AcqRel) < shared.fd_budget {
-        true
-    } else {
-        OPEN_FDS.fetch_sub(1, Ordering::AcqRel);
-        false
-    }
-}
-
-pub(crate) fn release_fd() {
-    OPEN_FDS.fetch_sub(1, Ordering::AcqRel);
-}
-
-/// Descriptors one worker may hold at once: the directory it reads, two
-/// for an open by path, and one to spare.
-const FDS_PER_WORKER: usize = 4;
-
-/// Up to `wanted` workers are about to be added to a walk that waits on
-/// I/O: reserve their descriptors out of the budget the walk keeps
-/// directories open with, and return for how many workers it could. The
-/// budget only reserves for the CPU workers up front: at 4 per worker,
-/// a reserve for an I/O depth of 128 took half of a 1024-descriptor limit
-/// on every walk, and a hot `-1` search of the million tree that never
-/// adds a worker took 1.04x as long. A budget the caller set counts kept
-/// directories only, so added workers take nothing from it.
-pub(crate) fn reserve_worker_fds(shared: &Shared, wanted: usize) -> usize {
-    let per_worker = shared.fds_per_added_worker;
-    if per_worker == 0 {
-        return wanted;
-    }
-    let mut granted = 0;
-    let _ = OPEN_FDS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
-        granted = (shared.fd_budget.saturating_sub(open) / per_worker).min(wanted);
-        Some(open + granted * per_worker)
-    });
-    granted
-}
-
-/// Workers reserved for have finished.
-pub(crate) fn release_worker_fds(shared: &Shared, workers: usize) {
-    OPEN_FDS.fetch_sub(workers * shared.fds_per_added_worker, Ordering::AcqRel);
-}
-
-/// What every thread of one walk shares.
-pub(crate) struct Shared {
-    pub(crate) cfg: Config,
-    pub(crate) roots: Vec<Vec<u8>>,
-    stop: Arc<AtomicBool>,
-    fd_budget: usize,
-    /// Descriptors a worker added for I/O reserves out of `fd_budget`.
-    fds_per_added_worker: usize,
-    /// Whether a short `getdents64` read is a directory's last (see `mounts`).
-    short_read_ends: std::sync::OnceLock<bool>,
-}
-
-impl Shared {
-    fn new(b: &WalkBuilder) -> Self {
-        let threads = if b.cfg.order == Order::Parallel {
-            b.cfg.threads.max(1)
-        } else {
-            1
-        };
-        // One worker runs serially, without the pool that could grow.
-        let io_depth = if threads > 1 {
-            crate::io::pool_size(threads, b.cfg.io_depth)
-        } else {
-            1
-        };
-        let fd_budget = b.cfg.max_open_fds.unwrap_or_else(|| {
-            let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile)
-                .current
-                .unwrap_or(1024) as usize;
-            // Each CPU worker may hold a directory being read plus two for
-            // an open by path; stdio and the caller need a few more. Workers
-            // added for I/O reserve theirs when they start.
-            limit.saturating_sub(16 + FDS_PER_WORKER * threads).min(4096)
-        });
-        let ignore = b
-            .cfg
-            .ignore
-            .clone()
-            .map(|rules| Arc::new(rules.build(&b.roots)) as Arc<dyn EntryFilter>);
-        let filters = b
-            .cfg
-            .filter
-            .iter()
-            .cloned()
-            .chain(ignore)
-            .chain(b.cfg.hooks.iter().cloned());
-        let filter = crate::hooks::Chain::of(filters);
-        Shared {
-            cfg: Config {
-                threads,
-                io_depth,
-                filter,
-                ..b.cfg.clone()
-            },
-            roots: b.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect(),
-            stop: b.cfg.stop.clone().unwrap_or_default(),
-            fd_budget,
-            fds_per_added_worker: if b.cfg.max_open_fds.is_some() {
-                0
-            } else {
-                FDS_PER_WORKER
-            },
-            short_read_ends: std::sync::OnceLock::new(),
-        }
-    }
-
-    /// Whether a short `getdents64` read is a directory's last, found out
-    /// on the first call (see `mounts`).
-    pub(crate) fn short_read_ends(&self) -> bool {
-        *self.short_read_ends.get_or_init(|| {
-            let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
-            crate::mounts::short_read_ends(roots, self.cfg.follow_links)
-        })
-    }
-
-    pub(crate) fn short_read_ends_if_known(&self) -> Option<bool> {
-        self.short_read_ends.get().copied()
-    }
-
-    pub(crate) fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
-    pub(crate) fn follow_links(&self) -> bool {
-        self.cfg.follow_links
-    }
-
-    pub(crate) fn root_path(&self, root: usize) -> &[u8] {
-        &self.roots[root]
-    }
-
-    /// Device of the root a directory lies under.
-    pub(crate) fn root_dev(&self, dir: &Arc<Dir>) -> u64 {
-        let mut d: &Arc<Dir> = dir;
-        while let Some(p) = &d.parent {
-            d = p;
-        }
-        d.dev
-    }
 }

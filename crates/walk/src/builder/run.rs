@@ -1,0 +1,196 @@
+//! Running a walk: the builder's options resolved into the settings the
+//! scheduler and the reader read, and each thread's visitor wrapped.
+
+use std::os::unix::ffi::OsStrExt;
+use std::sync::Arc;
+
+use super::WalkBuilder;
+use crate::budget::Budget;
+use crate::entry::{Chunk, EntryRef};
+use crate::error::Error;
+use crate::filter::EntryFilter;
+use crate::hooks::Chain;
+use crate::settings::{Order, Settings, Shared};
+use crate::visit::{Flow, Visitor};
+
+impl WalkBuilder {
+    /// Run the walk. `make` creates one visitor per worker thread (one in
+    /// all for the serial orders); `done` receives each visitor when its
+    /// thread has finished, on the calling thread.
+    pub fn visit<V, M, D>(&self, make: M, mut done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        let shared = self.resolve();
+        let shared = &shared;
+        let guard = || Guard {
+            visitor: Some(make()),
+            shared,
+            lenient: self.cfg.lenient,
+        };
+        crate::schedule::run(shared, guard, |mut guard| {
+            done(guard.visitor.take().expect("a visitor per guard"))
+        });
+    }
+
+    /// Run the walk, calling `f` for every entry and error on the thread
+    /// that read it (so `f` is shared between threads). Returning
+    /// [`Flow::Stop`] stops every thread at its next chunk.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// for name in ["a", "b", "c"] {
+    ///     std::fs::write(dir.path().join(name), "").unwrap();
+    /// }
+    /// let files = AtomicUsize::new(0);
+    /// WalkBuilder::new(dir.path()).threads(2).for_each(|entry| {
+    ///     if entry.map_or(false, |e| e.file_type().is_file()) {
+    ///         files.fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     Flow::Continue
+    /// });
+    /// assert_eq!(files.into_inner(), 3);
+    /// ```
+    pub fn for_each<F>(&self, f: F)
+    where
+        F: Fn(Result<EntryRef<'_>, Error>) -> Flow + Sync,
+    {
+        self.for_each_with(|| (), |_, entry| f(entry));
+    }
+
+    /// Like [`for_each`](Self::for_each), with a state per worker thread
+    /// made by `init`: no locks or atomics in the hot loop. Returns the
+    /// states, one per thread, for the caller to combine.
+    ///
+    /// ```
+    /// use fnd_walk::{Flow, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::write(dir.path().join("a"), "12345").unwrap();
+    /// std::fs::write(dir.path().join("b"), "678").unwrap();
+    /// let sizes = WalkBuilder::new(dir.path()).min_depth(1).metadata(true).for_each_with(
+    ///     || 0u64,
+    ///     |total, entry| {
+    ///         if let Some(m) = entry.ok().and_then(|e| e.cached_metadata()) {
+    ///             *total += m.size;
+    ///         }
+    ///         Flow::Continue
+    ///     },
+    /// );
+    /// assert_eq!(sizes.iter().sum::<u64>(), 8);
+    /// ```
+    pub fn for_each_with<S, I, F>(&self, init: I, f: F) -> Vec<S>
+    where
+        S: Send,
+        I: Fn() -> S + Sync,
+        F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
+    {
+        let mut states = Vec::new();
+        let f = &f;
+        self.visit(|| EntryVisitor { state: init(), f }, |v| states.push(v.state));
+        states
+    }
+
+    /// The walk as the layers below see it: options resolved (thread count,
+    /// I/O depth, descriptor budget), every filter folded into one.
+    fn resolve(&self) -> Shared {
+        let cfg = &self.cfg;
+        let given = &cfg.settings;
+        let threads = if given.order == Order::Parallel {
+            given.threads.max(1)
+        } else {
+            1
+        };
+        // One worker runs serially, without the pool that could grow.
+        let io_depth = if threads > 1 { threads.max(given.io_depth) } else { 1 };
+        let ignore = cfg
+            .ignore
+            .clone()
+            .map(|rules| Arc::new(rules.build(&self.roots)) as Arc<dyn EntryFilter>);
+        let filters = given
+            .filter
+            .iter()
+            .cloned()
+            .chain(ignore)
+            .chain(cfg.hooks.iter().cloned());
+        let settings = Settings {
+            threads,
+            io_depth,
+            filter: Chain::of(filters),
+            ..given.clone()
+        };
+        let roots = self.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect();
+        Shared::new(
+            settings,
+            roots,
+            cfg.stop.clone(),
+            Budget::new(cfg.max_open_fds, threads),
+        )
+    }
+}
+
+/// Runs a closure per entry (see [`WalkBuilder::for_each_with`]).
+struct EntryVisitor<'f, S, F> {
+    state: S,
+    f: &'f F,
+}
+
+impl<S, F> Visitor for EntryVisitor<'_, S, F>
+where
+    S: Send,
+    F: Fn(&mut S, Result<EntryRef<'_>, Error>) -> Flow + Sync,
+{
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+        for entry in chunk.iter() {
+            if (self.f)(&mut self.state, Ok(entry)) == Flow::Stop {
+                return Flow::Stop;
+            }
+        }
+        Flow::Continue
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        (self.f)(&mut self.state, Err(error))
+    }
+}
+
+/// Wraps each thread's visitor: drops benign errors below the roots when the
+/// walk is lenient, and stops the walk when the thread unwinds (a panic in a
+/// visitor or filter), so the other threads do not wait for its jobs forever.
+struct Guard<'a, V> {
+    visitor: Option<V>,
+    shared: &'a Shared,
+    lenient: bool,
+}
+
+impl<V: Visitor> Visitor for Guard<'_, V> {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+        self.visitor
+            .as_mut()
+            .expect("visitor taken only at the end")
+            .visit(chunk)
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if self.lenient && error.is_benign() && error.depth() > 0 {
+            return Flow::Continue;
+        }
+        self.visitor
+            .as_mut()
+            .expect("visitor taken only at the end")
+            .error(error)
+    }
+}
+
+impl<V> Drop for Guard<'_, V> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.shared.stop();
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! What one walk is asked to do, resolved, and what all its threads share:
+//! the contract the reader and every scheduler are written against.
+//!
+//! Offers [`Order`] and [`Sort`] (public choices of the builder),
+//! [`Settings`] (the walk's options, resolved: thread count, I/O depth, the
+//! one filter every filter was folded into; plain data, no builder in it)
+//! and [`Shared`] (the settings, the roots, the stop flag, the descriptor
+//! budget, and what the walk learns once for all its threads). Relies on
+//! `filter` for the filter's type, `budget` for the descriptor budget and
+//! `mounts` for whether a short directory read is the last.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::budget::Budget;
+use crate::filter::EntryFilter;
+
+/// The order directories are read in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Order {
+    /// Level by level: all entries of depth 1, then of depth 2, …
+    /// (within a level, directories in the order they were found).
+    BreadthFirst,
+    /// One directory's entries, then each of its subdirectories' subtrees in
+    /// listing order, recursively. Single-threaded and deterministic.
+    DepthFirst,
+    /// Directories shared between worker threads; directories interleave,
+    /// and a huge directory may be read by several threads at once (on
+    /// ext4), its chunks interleaving too.
+    #[default]
+    Parallel,
+}
+
+/// How entries are sorted within each directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sort {
+    /// By name bytes.
+    Name,
+}
+
+/// A walk's options: as the builder was given them, then resolved by it for
+/// the layers below (thread count, I/O depth, every filter folded into one).
+#[derive(Clone)]
+pub(crate) struct Settings {
+    pub(crate) order: Order,
+    /// Worker threads (resolved: 1 for the serial orders).
+    pub(crate) threads: usize,
+    /// Parallel workers take their shallowest pending directory first.
+    pub(crate) shallow_first: bool,
+    /// Most workers of a parallel walk once its reads wait on I/O (see
+    /// `crate::io`; resolved: 1 when the walk runs on one thread).
+    pub(crate) io_depth: usize,
+    pub(crate) min_depth: usize,
+    pub(crate) max_depth: Option<usize>,
+    pub(crate) follow_links: bool,
+    pub(crate) same_file_system: bool,
+    pub(crate) skip_hidden: bool,
+    /// Stat every yielded entry before its chunk is visited.
+    pub(crate) metadata: bool,
+    pub(crate) sort: Option<Sort>,
+    pub(crate) chunk_size: usize,
+    /// The caller's filter (resolved: every filter of the walk folded into
+    /// one, `crate::hooks::Chain`).
+    pub(crate) filter: Option<Arc<dyn EntryFilter>>,
+}
+
+/// What every thread of one walk shares.
+pub(crate) struct Shared {
+    pub(crate) settings: Settings,
+    /// The roots' paths as given.
+    pub(crate) roots: Vec<Vec<u8>>,
+    /// The stop flag: raised by a visitor's `Flow::Stop`, a panic, or the
+    /// walk's owner (an iterator dropped); every thread stops at its next chunk.
+    stop: Arc<AtomicBool>,
+    pub(crate) budget: Budget,
+    /// Whether a short `getdents64` read is a directory's last (see `mounts`).
+    short_read_ends: OnceLock<bool>,
+}
+
+impl Shared {
+    /// A walk over `roots`; `stop` is shared with the walk's owner, if it has one.
+    pub(crate) fn new(settings: Settings, roots: Vec<Vec<u8>>, stop: Option<Arc<AtomicBool>>, budget: Budget) -> Self {
+        Shared {
+            settings,
+            roots,
+            stop: stop.unwrap_or_default(),
+            budget,
+            short_read_ends: OnceLock::new(),
+        }
+    }
+
+    /// Whether a short `getdents64` read is a directory's last, found out
+    /// on the first call (see `mounts`).
+    pub(crate) fn short_read_ends(&self) -> bool {
+        *self.short_read_ends.get_or_init(|| {
+            let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
+            crate::mounts::short_read_ends(roots, self.settings.follow_links)
+        })
+    }
+
+    pub(crate) fn short_read_ends_if_known(&self) -> Option<bool> {
+        self.short_read_ends.get().copied()
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn root_path(&self, root: usize) -> &[u8] {
+        &self.roots[root]
+    }
+}
