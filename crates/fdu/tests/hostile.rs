@@ -2,15 +2,12 @@
 //! as root on trees other users control. Each result is checked against
 //! GNU du when it is installed (the tool fdu is a drop-in for).
 
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
-
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 
 use std::process::{Command, Output, Stdio};
 
-use support::*;
+use fnd_test_support::hostile::*;
 
 fn fdu() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fdu"));

@@ -3,9 +3,6 @@
 //! arguments that a shell would mangle, directories it may not read.
 //! Exit codes and messages are fd 10.5's (checked against fd where noted).
 
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
-
 mod harness;
 
 use std::collections::HashSet;
@@ -15,8 +12,8 @@ use std::os::unix::process::ExitStatusExt;
 
 use std::process::{Command, Stdio};
 
+use fnd_test_support::hostile::*;
 use harness::*;
-use support::*;
 
 /// fd 10.5, when installed: some expectations are checked against it.
 fn fd() -> Option<Command> {

@@ -8,9 +8,6 @@
 //! prints one after each directory too; both listings are sorted with
 //! `sort` and compared whole.
 
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -19,8 +16,8 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
+use fnd_test_support::hostile::{hostile_names, make_chain, mkdir_at, open_dir, open_root, remove_chain, touch_at};
 use rustix::fs::{self as rfs, Mode};
-use support::{hostile_names, make_chain, mkdir_at, open_dir, open_root, remove_chain, touch_at};
 
 const ORDERS: [&str; 3] = ["bfs", "dfs", "parallel"];
 const THREADS: [&str; 3] = ["-j1", "-j2", "-j4"];
@@ -40,7 +37,7 @@ fn has_print0() -> bool {
             .arg("--help")
             .output()
             .expect("run fnd --help");
-        support::contains(&out.stdout, b"--print0")
+        fnd_test_support::hostile::contains(&out.stdout, b"--print0")
     })
 }
 

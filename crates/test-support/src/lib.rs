@@ -1,3 +1,4 @@
 //! What the workspace's tests share.
 
+pub mod hostile;
 pub mod layers;

@@ -1,9 +1,10 @@
 //! Builders for hostile trees, shared by the engine's tests and the tools'
-//! tests (which include this file with `#[path]`).
+//! tests: names that break naive tools, chains far past `PATH_MAX`, huge
+//! directories, hostile ignore files, trees that change while they are
+//! walked, and runs as another user.
 //!
 //! Everything is built with `*at` calls relative to an open directory, so
 //! path length never matters.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -158,7 +159,6 @@ pub fn chain_entry(root: &[u8], path: &[u8]) -> (usize, bool) {
 /// [`chain_entry`] for many paths, fast: a full check of each 22 KB path
 /// costs seconds in a debug build, so the length pins most paths down and
 /// every 500th level is checked in full. Returns the (depth, is_file) sorted.
-#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version
 pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec<(usize, bool)> {
     let mut seen: Vec<(usize, bool)> = paths
         .map(|p| {
@@ -171,7 +171,7 @@ pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec
                 root.len() + links * (CHAIN_NAME.len() + 1) + file_part,
                 "length of a chain path"
             );
-            if depth % 500 == 0 {
+            if depth.is_multiple_of(500) {
                 assert_eq!(chain_entry(root, p), (depth, is_file));
             }
             (depth, is_file)
