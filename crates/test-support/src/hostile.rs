@@ -231,7 +231,7 @@ pub fn can_exchange(base: &Path) -> bool {
     match exchange(&dir, "x", "y") {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("skipped: renameat2(RENAME_EXCHANGE) is not supported here ({e})");
+            crate::references::skip(&format!("renameat2(RENAME_EXCHANGE) is not supported here ({e})"));
             false
         }
     }
@@ -316,7 +316,7 @@ pub fn huge_directory() -> (tempfile::TempDir, usize) {
 pub fn permission_tree() -> Option<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch to another user");
+        crate::references::skip("needs root to switch to another user");
         return None;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -344,14 +344,16 @@ pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::proce
     match out {
         Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("setpriv:") => Some(out),
         Ok(out) => {
-            eprintln!(
-                "skipped: setpriv could not run {program} as nobody: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::references::skip(&format!(
+                "setpriv could not run {program} as nobody: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
             None
         }
         Err(e) => {
-            eprintln!("skipped: setpriv is not available ({e}); permissions cannot be tested as root");
+            crate::references::skip(&format!(
+                "setpriv is not available ({e}); permissions cannot be tested as root"
+            ));
             None
         }
     }

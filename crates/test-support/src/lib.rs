@@ -2,3 +2,4 @@
 
 pub mod hostile;
 pub mod layers;
+pub mod references;
