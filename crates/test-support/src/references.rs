@@ -293,7 +293,21 @@ fn on_path(program: &str) -> Option<PathBuf> {
 /// that the comparison is skipped, or a panic under `FND_REQUIRE_REFERENCE=1`.
 #[track_caller]
 pub fn require(tool: Tool) -> Option<Reference> {
-    settle(find(tool), required())
+    let found = find(tool);
+    let required = required();
+    if let (Err(missing), false) = (&found, required) {
+        // Once per test and tool: a test may ask for its reference many times.
+        static SAID: Mutex<Vec<(String, Tool)>> = Mutex::new(Vec::new());
+        let said = (test_name(), tool);
+        let mut all = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        if !all.contains(&said) {
+            all.push(said);
+            skip(&format!(
+                "no reference to compare with: {missing}; {REQUIRE_VAR}=1 makes this a failure"
+            ));
+        }
+    }
+    settle(found, required)
 }
 
 #[track_caller]
@@ -301,19 +315,7 @@ fn settle(found: Result<Reference, Missing>, required: bool) -> Option<Reference
     match found {
         Ok(found) => Some(found),
         Err(missing) if required => panic!("{REQUIRE_VAR}=1 and no usable reference: {missing}"),
-        Err(missing) => {
-            // Once per test and tool: a test may ask for its reference many times.
-            static SAID: Mutex<Vec<(String, Tool)>> = Mutex::new(Vec::new());
-            let said = (test_name(), missing.tool);
-            let mut all = SAID.lock().unwrap_or_else(|e| e.into_inner());
-            if !all.contains(&said) {
-                all.push(said);
-                skip(&format!(
-                    "no reference to compare with: {missing}; {REQUIRE_VAR}=1 makes this a failure"
-                ));
-            }
-            None
-        }
+        Err(_) => None,
     }
 }
 
