@@ -1,22 +1,19 @@
 //! fdu against GNU du on trees built here: same lines (order normalised:
 //! du prints in post-order, fdu as directories complete), same errors,
 //! same exit status. Both run on the same tree state, one after the other.
+//!
+//! Without GNU du a comparison says so on stderr and checks nothing (a
+//! failure under `FND_REQUIRE_REFERENCE=1`); `tests/expected.rs` checks the
+//! core of du's behaviour against stored outputs, with or without du.
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn have_du() -> bool {
-    let ok = Command::new("du")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: GNU du is not installed");
-    }
-    ok
-}
+use fnd_test_support::references::{self, Reference};
+
+const FDU: &str = env!("CARGO_BIN_EXE_fdu");
 
 /// A tree with what du has rules about: hard links inside and across
 /// directories, sparse and empty files, symlinks (to a file, to a
@@ -55,14 +52,14 @@ fn fixture() -> tempfile::TempDir {
     dir
 }
 
-fn run(program: &str, args: &[&str], cwd: &Path) -> Output {
-    let exe = if program == "fdu" {
-        env!("CARGO_BIN_EXE_fdu")
-    } else {
-        program
-    };
-    Command::new(exe)
-        .args(args)
+/// Run fdu with `args` in `cwd`.
+fn fdu(args: &[&str], cwd: &Path) -> Output {
+    run(Command::new(FDU), args, cwd)
+}
+
+/// Run `cmd` (fdu or the reference du) with `args` in `cwd`.
+fn run(mut cmd: Command, args: &[&str], cwd: &Path) -> Output {
+    cmd.args(args)
         .current_dir(cwd)
         .env("TZ", "UTC")
         .env_remove("BLOCK_SIZE")
@@ -79,21 +76,28 @@ fn records(bytes: &[u8], sep: u8) -> Vec<Vec<u8>> {
     r
 }
 
+/// Stderr lines sorted, with the program's name (as it was started:
+/// `du`, `fdu`, `/usr/bin/du`) made the same.
 fn stderr_lines(o: &Output) -> Vec<String> {
     let text = String::from_utf8_lossy(&o.stderr)
-        .replace("fdu: ", "DU: ")
-        .replace("du: ", "DU: ");
-    let text = text
         .replace("'du --help'", "'X --help'")
         .replace("'fdu --help'", "'X --help'");
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|line| match line.split_once("du: ") {
+            Some((name, rest)) if ["", "f"].contains(&name.rsplit('/').next().unwrap_or("")) => {
+                format!("DU: {rest}")
+            }
+            _ => line.to_string(),
+        })
+        .collect();
     lines.sort();
     lines
 }
 
-fn same_as_du_in(cwd: &Path, args: &[&str]) {
-    let du = run("du", args, cwd);
-    let fdu = run("fdu", args, cwd);
+fn same_as_du_in(du: &Reference, cwd: &Path, args: &[&str]) {
+    let du = run(du.command(), args, cwd);
+    let fdu = fdu(args, cwd);
     let sep = if args.iter().any(|a| *a == "-0" || *a == "--null") {
         0
     } else {
@@ -110,41 +114,39 @@ fn same_as_du_in(cwd: &Path, args: &[&str]) {
     assert_eq!(fdu.status.code(), du.status.code(), "exit status differs for {args:?}");
 }
 
-fn same_as_du(args: &[&str]) {
-    if !have_du() {
-        return;
+/// Each of `cases` on a fresh fixture, compared with du.
+fn same_as_du(cases: &[&[&str]]) {
+    let Some(du) = references::gnu_du() else { return };
+    for args in cases {
+        let dir = fixture();
+        same_as_du_in(&du, dir.path(), args);
     }
-    let dir = fixture();
-    same_as_du_in(dir.path(), args);
 }
 
 #[test]
 fn default_output() {
-    same_as_du(&["t"]);
+    same_as_du(&[&["t"]]);
 }
 
 #[test]
 fn all_entries() {
-    same_as_du(&["-a", "t"]);
+    same_as_du(&[&["-a", "t"]]);
 }
 
 #[test]
 fn summarize_and_total() {
-    same_as_du(&["-s", "t"]);
-    same_as_du(&["-sc", "t/a", "t/d"]);
+    same_as_du(&[&["-s", "t"], &["-sc", "t/a", "t/d"]]);
 }
 
 #[test]
 fn max_depth() {
-    same_as_du(&["-d", "1", "t"]);
-    same_as_du(&["--max-depth=0", "-a", "t"]);
-    same_as_du(&["-a", "-d2", "t"]);
+    same_as_du(&[&["-d", "1", "t"], &["--max-depth=0", "-a", "t"], &["-a", "-d2", "t"]]);
 }
 
 #[test]
 fn size_formats() {
-    for args in [
-        &["-h", "-a", "t"][..],
+    same_as_du(&[
+        &["-h", "-a", "t"],
         &["--si", "-a", "t"],
         &["-b", "-a", "t"],
         &["-k", "t"],
@@ -155,96 +157,96 @@ fn size_formats() {
         &["-B", "2", "-a", "t"],
         &["-h", "-k", "t"],
         &["-k", "-h", "t"],
-    ] {
-        same_as_du(args);
-    }
+    ]);
 }
 
 #[test]
 fn apparent_sizes_count_directories_too() {
-    same_as_du(&["--apparent-size", "-a", "t"]);
-    same_as_du(&["--apparent-size", "-h", "t"]);
+    same_as_du(&[&["--apparent-size", "-a", "t"], &["--apparent-size", "-h", "t"]]);
 }
 
 #[test]
 fn hard_links_count_once_at_the_first_link() {
-    same_as_du(&["-a", "t"]);
-    same_as_du(&["-a", "t/d", "t/a", "t/links"]);
-    same_as_du(&["-a", "-l", "t"]);
+    same_as_du(&[&["-a", "t"], &["-a", "t/d", "t/a", "t/links"], &["-a", "-l", "t"]]);
 }
 
 #[test]
 fn inodes() {
-    same_as_du(&["--inodes", "-a", "t"]);
-    same_as_du(&["--inodes", "-s", "t"]);
+    same_as_du(&[&["--inodes", "-a", "t"], &["--inodes", "-s", "t"]]);
 }
 
 #[test]
 fn symlinks() {
-    same_as_du(&["-a", "-P", "t"]);
-    same_as_du(&["-a", "-L", "t/a", "t/links"]);
-    same_as_du(&["t/to_dir"]);
-    same_as_du(&["-D", "t/to_dir"]);
-    same_as_du(&["-H", "-s", "t/to_dir", "t/to_file"]);
+    same_as_du(&[
+        &["-a", "-P", "t"],
+        &["-a", "-L", "t/a", "t/links"],
+        &["t/to_dir"],
+        &["-D", "t/to_dir"],
+        &["-H", "-s", "t/to_dir", "t/to_file"],
+    ]);
 }
 
 #[test]
 fn excludes() {
-    same_as_du(&["-a", "--exclude=*.rs", "--exclude=b", "t"]);
-    same_as_du(&["-a", "--exclude=t/d/e", "t"]);
-    same_as_du(&["--exclude=t", "t"]);
-    if !have_du() {
-        return;
-    }
+    same_as_du(&[
+        &["-a", "--exclude=*.rs", "--exclude=b", "t"],
+        &["-a", "--exclude=t/d/e", "t"],
+        &["--exclude=t", "t"],
+    ]);
+    let Some(du) = references::gnu_du() else { return };
     let dir = fixture();
     fs::write(dir.path().join("patterns"), "many1*\nsparse\n").unwrap();
-    same_as_du_in(dir.path(), &["-a", "-X", "patterns", "t"]);
+    same_as_du_in(&du, dir.path(), &["-a", "-X", "patterns", "t"]);
 }
 
 #[test]
 fn null_threshold_separate_dirs() {
-    same_as_du(&["-0", "-a", "t"]);
-    same_as_du(&["-a", "-t", "5000", "t"]);
-    same_as_du(&["-a", "-t", "-8K", "t"]);
-    same_as_du(&["-S", "t"]);
+    same_as_du(&[
+        &["-0", "-a", "t"],
+        &["-a", "-t", "5000", "t"],
+        &["-a", "-t", "-8K", "t"],
+        &["-S", "t"],
+    ]);
 }
 
 #[test]
 fn times() {
-    same_as_du(&["--time", "-a", "t"]);
-    same_as_du(&["--time=ctime", "--time-style=full-iso", "t"]);
-    same_as_du(&["--time", "--time-style=+%s", "-s", "t"]);
+    same_as_du(&[
+        &["--time", "-a", "t"],
+        &["--time=ctime", "--time-style=full-iso", "t"],
+        &["--time", "--time-style=+%s", "-s", "t"],
+    ]);
 }
 
 #[test]
 fn several_operands_count_nothing_twice() {
-    same_as_du(&["t/a", "t/d", "t/one"]);
-    same_as_du(&["t", "t/a"]);
-    same_as_du(&["t/a", "t"]);
-    same_as_du(&["t/a", "t/a/b", "t", "t/a"]);
-    same_as_du(&["-a", "t/one", "t"]);
-    same_as_du(&["-l", "t/a", "t", "t/a"]);
+    same_as_du(&[
+        &["t/a", "t/d", "t/one"],
+        &["t", "t/a"],
+        &["t/a", "t"],
+        &["t/a", "t/a/b", "t", "t/a"],
+        &["-a", "t/one", "t"],
+        &["-l", "t/a", "t", "t/a"],
+    ]);
 }
 
 #[test]
 fn missing_operand_is_reported_and_the_rest_still_printed() {
-    same_as_du(&["t/a", "missing", "t/d"]);
-    same_as_du(&["-s", "missing"]);
+    same_as_du(&[&["t/a", "missing", "t/d"], &["-s", "missing"]]);
 }
 
 #[test]
 fn files0_from() {
-    if !have_du() {
-        return;
-    }
+    let Some(du) = references::gnu_du() else { return };
     let dir = fixture();
     fs::write(dir.path().join("list"), b"t/a\0t/d\0missing\0").unwrap();
-    same_as_du_in(dir.path(), &["--files0-from=list"]);
-    same_as_du_in(dir.path(), &["-s", "--files0-from", "list"]);
+    same_as_du_in(&du, dir.path(), &["--files0-from=list"]);
+    same_as_du_in(&du, dir.path(), &["-s", "--files0-from", "list"]);
 }
 
 #[test]
 fn bad_usage_exits_1_with_one_line() {
+    let du = references::gnu_du();
     for args in [
         &["--no-such-option"][..],
         &["-B", "foo", "t"],
@@ -252,14 +254,12 @@ fn bad_usage_exits_1_with_one_line() {
         &["-t", "-0", "t"],
         &["-s", "-d", "1", "t"],
     ] {
-        if !have_du() {
-            return;
-        }
         let dir = fixture();
-        let du = run("du", args, dir.path());
-        let fdu = run("fdu", args, dir.path());
+        let fdu = fdu(args, dir.path());
         assert_eq!(fdu.status.code(), Some(1), "{args:?}");
-        assert_eq!(du.status.code(), Some(1), "{args:?}");
+        if let Some(du) = &du {
+            assert_eq!(run(du.command(), args, dir.path()).status.code(), Some(1), "{args:?}");
+        }
         assert!(fdu.stdout.is_empty());
         assert!(String::from_utf8_lossy(&fdu.stderr).starts_with("fdu: "), "{args:?}");
     }
@@ -269,9 +269,7 @@ fn bad_usage_exits_1_with_one_line() {
 /// as `nobody` (through setpriv) on a tree nobody can partly read.
 #[test]
 fn unreadable_directories() {
-    if !have_du() {
-        return;
-    }
+    let Some(du) = references::gnu_du() else { return };
     let dir = fixture();
     let root = dir.path();
     fs::create_dir_all(root.join("t/locked/inner")).unwrap();
@@ -279,28 +277,24 @@ fn unreadable_directories() {
     fs::create_dir_all(root.join("t/noexec/sub")).unwrap();
     fs::set_permissions(root.join("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
     fs::set_permissions(root.join("t/noexec"), fs::Permissions::from_mode(0o644)).unwrap();
-    let as_nobody = |program: &str, args: &[&str]| {
-        let exe = if program == "fdu" {
-            env!("CARGO_BIN_EXE_fdu")
-        } else {
-            "du"
-        };
+    let as_nobody = |exe: &Path, args: &[&str]| {
         Command::new("setpriv")
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", exe])
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(exe)
             .args(args)
             .current_dir(root)
             .output()
     };
-    let du = match as_nobody("du", &["-a", "t"]) {
+    let du = match as_nobody(du.path(), &["-a", "t"]) {
         Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("setpriv:") => o,
         _ => {
-            eprintln!(
-                "skipped: cannot run as nobody (setpriv unavailable or not root); as root chmod 000 dirs stay readable"
+            references::skip(
+                "cannot run as nobody (setpriv unavailable or not root); as root chmod 000 dirs stay readable",
             );
             return;
         }
     };
-    let fdu = as_nobody("fdu", &["-a", "t"]).unwrap();
+    let fdu = as_nobody(Path::new(FDU), &["-a", "t"]).unwrap();
     fs::set_permissions(root.join("t/locked"), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(root.join("t/noexec"), fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(records(&fdu.stdout, b'\n'), records(&du.stdout, b'\n'));
@@ -311,9 +305,7 @@ fn unreadable_directories() {
 /// `-x` across a tmpfs mounted inside the tree (needs root and mount rights).
 #[test]
 fn one_file_system() {
-    if !have_du() {
-        return;
-    }
+    let Some(du) = references::gnu_du() else { return };
     let dir = fixture();
     let mnt = dir.path().join("t/mnt");
     fs::create_dir(&mnt).unwrap();
@@ -323,13 +315,13 @@ fn one_file_system() {
         .output()
         .is_ok_and(|o| o.status.success());
     if !mounted {
-        eprintln!("skipped: cannot mount a tmpfs here, so -x has no mount to stop at");
+        references::skip("cannot mount a tmpfs here, so -x has no mount to stop at");
         return;
     }
     fs::write(mnt.join("inside"), vec![0u8; 100_000]).unwrap();
     let result = std::panic::catch_unwind(|| {
-        same_as_du_in(dir.path(), &["-x", "-a", "t"]);
-        same_as_du_in(dir.path(), &["-a", "t"]);
+        same_as_du_in(&du, dir.path(), &["-x", "-a", "t"]);
+        same_as_du_in(&du, dir.path(), &["-a", "t"]);
     });
     let _ = Command::new("umount").arg(&mnt).status();
     if let Err(e) = result {
@@ -340,12 +332,12 @@ fn one_file_system() {
 #[test]
 fn json_round_trips_into_the_tree_view() {
     let dir = fixture();
-    let json = run("fdu", &["--json", "t"], dir.path());
+    let json = fdu(&["--json", "t"], dir.path());
     assert!(json.status.success());
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     let root = &value["roots"][0];
     assert_eq!(root["name"], "t");
-    let du_s = run("fdu", &["-s", "-B1", "t"], dir.path());
+    let du_s = fdu(&["-s", "-B1", "t"], dir.path());
     let total: u64 = String::from_utf8_lossy(&du_s.stdout)
         .split('\t')
         .next()
@@ -354,8 +346,8 @@ fn json_round_trips_into_the_tree_view() {
         .unwrap();
     assert_eq!(root["size"].as_u64(), Some(total));
     fs::write(dir.path().join("saved.json"), &json.stdout).unwrap();
-    let from_file = run("fdu", &["--tree", "-n", "5", "--from-json", "saved.json"], dir.path());
-    let scanned = run("fdu", &["--tree", "-n", "5", "t"], dir.path());
+    let from_file = fdu(&["--tree", "-n", "5", "--from-json", "saved.json"], dir.path());
+    let scanned = fdu(&["--tree", "-n", "5", "t"], dir.path());
     assert!(from_file.status.success());
     assert_eq!(
         String::from_utf8_lossy(&from_file.stdout),
@@ -369,7 +361,7 @@ fn json_round_trips_into_the_tree_view() {
 #[test]
 fn tree_view_respects_depth() {
     let dir = fixture();
-    let out = run("fdu", &["--tree", "--tree-depth", "1", "-n", "100", "t"], dir.path());
+    let out = fdu(&["--tree", "--tree-depth", "1", "-n", "100", "t"], dir.path());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.lines().all(|l| !l.contains("│  ") && !l.contains("   └─")),
@@ -381,7 +373,7 @@ fn tree_view_respects_depth() {
 #[test]
 fn no_progress_when_stderr_is_not_a_terminal() {
     let dir = fixture();
-    let out = run("fdu", &["t"], dir.path());
+    let out = fdu(&["t"], dir.path());
     assert!(out.stderr.is_empty());
 }
 
@@ -390,9 +382,7 @@ fn no_progress_when_stderr_is_not_a_terminal() {
 /// meets first, and so which directory's line counts it, follows that order.
 #[test]
 fn hard_links_in_a_huge_directory_follow_fts_inode_order() {
-    if !have_du() {
-        return;
-    }
+    let Some(du) = references::gnu_du() else { return };
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("t/a");
     fs::create_dir_all(&big).unwrap();
@@ -405,7 +395,7 @@ fn hard_links_in_a_huge_directory_follow_fts_inode_order() {
         fs::create_dir(big.join(format!("d{i}"))).unwrap();
         fs::hard_link(big.join(format!("f{}", i + 1)), big.join(format!("d{i}/l"))).unwrap();
     }
-    same_as_du_in(dir.path(), &["-a", "t"]);
+    same_as_du_in(&du, dir.path(), &["-a", "t"]);
 }
 
 /// du prints a directory after everything under it. With more than one
@@ -422,7 +412,7 @@ fn a_directory_comes_after_everything_under_it() {
         }
     }
     for threads in ["-j1", "-j4"] {
-        let out = run("fdu", &[threads, "-a", "t"], dir.path());
+        let out = fdu(&[threads, "-a", "t"], dir.path());
         assert!(out.status.success(), "{threads}");
         assert!(
             out.stdout.len() > 128 * 1024,
@@ -449,9 +439,7 @@ fn a_directory_comes_after_everything_under_it() {
 /// …: Too many levels of symbolic links", "… Not a directory"), exits 1.
 #[test]
 fn links_that_cannot_be_followed() {
-    if !have_du() {
-        return;
-    }
+    let Some(du) = references::gnu_du() else { return };
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("t")).unwrap();
     std::fs::write(dir.path().join("t/file"), "x").unwrap();
@@ -462,5 +450,5 @@ fn links_that_cannot_be_followed() {
     ] {
         std::os::unix::fs::symlink(target, dir.path().join("t").join(link)).unwrap();
     }
-    same_as_du_in(dir.path(), &["-L", "-a", "t"]);
+    same_as_du_in(&du, dir.path(), &["-L", "-a", "t"]);
 }

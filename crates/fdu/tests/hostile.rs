@@ -1,16 +1,15 @@
 //! fdu on trees built to break disk-usage tools, and on bad input: it runs
 //! as root on trees other users control. Each result is checked against
-//! GNU du when it is installed (the tool fdu is a drop-in for).
-
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
+//! GNU du too (the tool fdu is a drop-in for) when it is installed, or
+//! required by `FND_REQUIRE_REFERENCE=1`.
 
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 
 use std::process::{Command, Output, Stdio};
 
-use support::*;
+use fnd_test_support::hostile::*;
+use fnd_test_support::references;
 
 fn fdu() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fdu"));
@@ -18,14 +17,11 @@ fn fdu() -> Command {
     cmd
 }
 
-/// GNU du, when installed (fdu's reference).
+/// GNU du (fdu's reference). Without it (and without
+/// `FND_REQUIRE_REFERENCE=1`) results are checked against du's documented
+/// behaviour only.
 fn du() -> Option<Command> {
-    let out = Command::new("du").arg("--version").output().ok()?;
-    if !out.stdout.starts_with(b"du (GNU coreutils)") {
-        eprintln!("note: GNU du not installed; comparing with its documented behaviour only");
-        return None;
-    }
-    let mut cmd = Command::new("du");
+    let mut cmd = references::gnu_du()?.command();
     cmd.stdin(Stdio::null());
     Some(cmd)
 }
@@ -229,8 +225,8 @@ fn unreadable_directories_are_reported_as_du_does() {
         paths.contains(&[r.as_os_str().as_bytes(), b"/locked"].concat()),
         "the unreadable directory is still counted"
     );
-    if du().is_some() {
-        if let Some(theirs) = as_nobody("du", &["-a", "-0"], r) {
+    if let Some(du) = references::gnu_du() {
+        if let Some(theirs) = as_nobody(&du.path().to_string_lossy(), &["-a", "-0"], r) {
             assert!(
                 record_set(&ours.stdout) == record_set(&theirs.stdout),
                 "differs from du as nobody"

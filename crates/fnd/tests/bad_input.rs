@@ -1,11 +1,13 @@
 //! Bad option values: every parser rejects them with a short error and
-//! fd's exit code (checked against fd 10.5 when it is installed), and no
+//! fd's exit code (checked against fd 10.5 too when it is installed, or
+//! required by `FND_REQUIRE_REFERENCE=1`), and no
 //! combination of options and values makes fnd panic.
 
 mod harness;
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
+use fnd_test_support::references;
 use harness::*;
 use proptest::prelude::*;
 
@@ -41,13 +43,6 @@ fn assert_no_panic(out: &Output, args: &[impl AsRef<str>]) {
         "{shown:?}: fnd died of a signal: {:?}",
         out.status
     );
-}
-
-fn fd_10_5() -> bool {
-    Command::new("fd")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"fd 10.5"))
 }
 
 /// Bad values and fd 10.5's exit code for each: 2 for what clap rejects
@@ -104,7 +99,7 @@ const REJECTED: &[(&[&str], i32)] = &[
 #[test]
 fn bad_values_are_rejected_with_fds_exit_code_and_a_short_error() {
     let tmp = tiny_tree();
-    let fd = fd_10_5();
+    let fd = references::fd();
     for &(args, code) in REJECTED {
         let out = fnd_in(tmp.path(), args);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -126,8 +121,9 @@ fn bad_values_are_rejected_with_fds_exit_code_and_a_short_error() {
         );
         let is_regex = first.contains("regex parse error");
         assert!(is_regex || lines.len() <= 2, "{args:?}: a short error, got:\n{stderr}");
-        if fd {
-            let theirs = Command::new("fd")
+        if let Some(fd) = &fd {
+            let theirs = fd
+                .command()
                 .args(args)
                 .current_dir(tmp.path())
                 .stdin(Stdio::null())
@@ -180,12 +176,13 @@ fn assert_succeeds(dir: &std::path::Path, args: &[&str]) {
 #[test]
 fn odd_but_valid_values_do_not_fail() {
     let tmp = tiny_tree();
-    let fd = fd_10_5();
+    let fd = references::fd();
     for &args in ACCEPTED {
         assert_succeeds(tmp.path(), args);
         let fd_args: Vec<&str> = args.iter().copied().filter(|a| !a.contains("{size}")).collect();
-        if fd && fd_args.len() == args.len() {
-            let theirs = Command::new("fd")
+        if let Some(fd) = fd.as_ref().filter(|_| fd_args.len() == args.len()) {
+            let theirs = fd
+                .command()
                 .args(args)
                 .current_dir(tmp.path())
                 .stdin(Stdio::null())

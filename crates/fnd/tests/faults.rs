@@ -3,9 +3,6 @@
 //! arguments that a shell would mangle, directories it may not read.
 //! Exit codes and messages are fd 10.5's (checked against fd where noted).
 
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
-
 mod harness;
 
 use std::collections::HashSet;
@@ -15,17 +12,15 @@ use std::os::unix::process::ExitStatusExt;
 
 use std::process::{Command, Stdio};
 
+use fnd_test_support::hostile::*;
+use fnd_test_support::references;
 use harness::*;
-use support::*;
 
-/// fd 10.5, when installed: some expectations are checked against it.
+/// fd 10.5: some expectations are checked against it too. Without it
+/// (and without `FND_REQUIRE_REFERENCE=1`) only against its documented
+/// behaviour, as written here.
 fn fd() -> Option<Command> {
-    let out = Command::new("fd").arg("--version").output().ok()?;
-    if !out.stdout.starts_with(b"fd 10.5") {
-        eprintln!("note: fd 10.5 not installed; checking against its documented behaviour only");
-        return None;
-    }
-    let mut cmd = Command::new("fd");
+    let mut cmd = references::fd()?.command();
     cmd.env("NO_COLOR", "1").stdin(Stdio::null());
     Some(cmd)
 }

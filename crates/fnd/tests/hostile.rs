@@ -4,9 +4,6 @@
 //! descriptors, a huge directory streams in bounded memory, links are never
 //! followed out of the tree, and loops end.
 
-#[path = "../../walk/tests/support/mod.rs"]
-mod support;
-
 mod harness;
 
 use std::collections::HashSet;
@@ -14,8 +11,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Command;
 
+use fnd_test_support::hostile::*;
 use harness::*;
-use support::*;
 
 fn bytes(p: &Path) -> Vec<u8> {
     p.as_os_str().as_bytes().to_vec()

@@ -1,3 +1,6 @@
 //! What the workspace's tests share.
 
+pub mod expected;
+pub mod hostile;
 pub mod layers;
+pub mod references;

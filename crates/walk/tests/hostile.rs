@@ -6,8 +6,6 @@
 //! checks the same three things: nothing lost, nothing crashes, nothing
 //! outside the tree followed.
 
-mod support;
-
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -17,9 +15,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
+use fnd_test_support::hostile::*;
 use fnd_walk::{Chunk, Error, ErrorKind, FileType, Flow, Order, Visitor, WalkBuilder};
 use rustix::io::Errno;
-use support::*;
 
 /// Every order the engine has, with the parallel one at one and at several threads.
 const ORDERS: [(Order, usize); 4] = [

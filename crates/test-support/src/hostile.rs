@@ -1,9 +1,10 @@
 //! Builders for hostile trees, shared by the engine's tests and the tools'
-//! tests (which include this file with `#[path]`).
+//! tests: names that break naive tools, chains far past `PATH_MAX`, huge
+//! directories, hostile ignore files, trees that change while they are
+//! walked, and runs as another user.
 //!
 //! Everything is built with `*at` calls relative to an open directory, so
 //! path length never matters.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -158,7 +159,6 @@ pub fn chain_entry(root: &[u8], path: &[u8]) -> (usize, bool) {
 /// [`chain_entry`] for many paths, fast: a full check of each 22 KB path
 /// costs seconds in a debug build, so the length pins most paths down and
 /// every 500th level is checked in full. Returns the (depth, is_file) sorted.
-#[allow(clippy::manual_is_multiple_of)] // is_multiple_of is newer than rust-version
 pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec<(usize, bool)> {
     let mut seen: Vec<(usize, bool)> = paths
         .map(|p| {
@@ -171,7 +171,7 @@ pub fn chain_seen<'a>(root: &[u8], paths: impl Iterator<Item = &'a [u8]>) -> Vec
                 root.len() + links * (CHAIN_NAME.len() + 1) + file_part,
                 "length of a chain path"
             );
-            if depth % 500 == 0 {
+            if depth.is_multiple_of(500) {
                 assert_eq!(chain_entry(root, p), (depth, is_file));
             }
             (depth, is_file)
@@ -231,7 +231,7 @@ pub fn can_exchange(base: &Path) -> bool {
     match exchange(&dir, "x", "y") {
         Ok(()) => true,
         Err(e) => {
-            eprintln!("skipped: renameat2(RENAME_EXCHANGE) is not supported here ({e})");
+            crate::references::skip(&format!("renameat2(RENAME_EXCHANGE) is not supported here ({e})"));
             false
         }
     }
@@ -316,7 +316,7 @@ pub fn huge_directory() -> (tempfile::TempDir, usize) {
 pub fn permission_tree() -> Option<tempfile::TempDir> {
     use std::os::unix::fs::PermissionsExt;
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root to switch to another user");
+        crate::references::skip("needs root to switch to another user");
         return None;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -344,14 +344,16 @@ pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::proce
     match out {
         Ok(out) if !String::from_utf8_lossy(&out.stderr).contains("setpriv:") => Some(out),
         Ok(out) => {
-            eprintln!(
-                "skipped: setpriv could not run {program} as nobody: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::references::skip(&format!(
+                "setpriv could not run {program} as nobody: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
             None
         }
         Err(e) => {
-            eprintln!("skipped: setpriv is not available ({e}); permissions cannot be tested as root");
+            crate::references::skip(&format!(
+                "setpriv is not available ({e}); permissions cannot be tested as root"
+            ));
             None
         }
     }
