@@ -126,7 +126,7 @@ mod visit;
 pub use builder::{cores, WalkBuilder, MAX_THREADS};
 pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
-pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use settings::{Order, Sort};

@@ -148,7 +148,7 @@ where
 
 impl Pool<'_> {
     /// Jobs queued or being read in this pool.
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
     pub(crate) fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
@@ -157,10 +157,15 @@ impl Pool<'_> {
     /// elsewhere: the shared frontier's first, then each worker's oldest
     /// (the shallowest, whose subtrees are the largest), in turn. Parts of
     /// a directory being read stay (their descriptor cannot travel), and so
-    /// do directories whose parent has filter state until filters can
-    /// export it (see [`Handoff::filter_state`]). What is given is no
-    /// longer pending here: the remote answers for it until it is read.
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
+    /// do directories whose parent has filter state the filter cannot
+    /// export (see [`Handoff::filter_state`]). What is given is no longer
+    /// pending here: the remote answers for it until it is read.
+    ///
+    /// Any thread may call it, a worker or not (an MPI rank's transport
+    /// thread answering a steal while every worker is busy in a huge
+    /// directory): it only steals from the deques, as idle workers do, and
+    /// pushes back what cannot travel.
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
     pub(crate) fn give_away(&self, max: usize) -> Vec<Handoff> {
         let mut taken = Vec::new();
         while taken.len() < max {
@@ -181,18 +186,17 @@ impl Pool<'_> {
             }
             next = (next + 1) % workers;
         }
-        let follow_links = self.shared.settings.follow_links;
         let mut given = Vec::new();
         for job in taken {
             let kept = match job {
-                Job::Open(pending) => match Handoff::export(pending, follow_links) {
+                Job::Open(pending) => match Handoff::export(pending, self.shared) {
                     Ok(handoff) => {
                         given.push(handoff);
                         continue;
                     }
                     Err(pending) => Job::Open(pending),
                 },
-                part => part,
+                other => other,
             };
             self.injector.push(kept);
         }
@@ -203,18 +207,22 @@ impl Pool<'_> {
     }
 
     /// Add directories received from elsewhere; they are pending here from
-    /// now on, and idle workers wake up to read them. Returns how many were
-    /// refused as not of this walk (a root index it does not have, a path
-    /// that does not lie under its root, a chain of the wrong length).
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
-    pub(crate) fn take_in(&self, handoffs: impl IntoIterator<Item = Handoff>) -> usize {
-        let mut refused = 0;
+    /// now on, and idle workers wake up to read them. Any thread may call
+    /// it. Returns why the first refused one was refused, if any was (not
+    /// of this walk: a root index it does not have, a path that does not
+    /// lie under its root, a chain of the wrong length, filter state the
+    /// filter does not take); the others are taken in all the same.
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn take_in(&self, handoffs: impl IntoIterator<Item = Handoff>) -> Option<String> {
+        let mut refused = None;
         let jobs: Vec<Job> = handoffs
             .into_iter()
-            .filter_map(|h| {
-                let job = h.into_job(self.shared);
-                refused += usize::from(job.is_none());
-                job
+            .filter_map(|h| match h.into_job(self.shared) {
+                Ok(job) => Some(job),
+                Err(why) => {
+                    refused.get_or_insert(why);
+                    None
+                }
             })
             .collect();
         if !jobs.is_empty() {
