@@ -101,7 +101,8 @@
 //! 6. who reads what next: `schedule` (the serial orders, the thread pool,
 //!    and the seam where a scheduler spanning processes plugs in);
 //! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
-//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]).
+//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), and with the
+//!    feature `mpi`, `ranks` (one walk over the ranks of an MPI job).
 
 mod budget;
 mod builder;
@@ -117,6 +118,8 @@ mod iter;
 pub mod meta;
 mod mounts;
 mod open;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 mod read;
 mod schedule;
 mod settings;

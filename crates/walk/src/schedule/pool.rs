@@ -32,9 +32,10 @@ pub(crate) trait Remote: Sync {
     /// found none to read while others still read): the moment to answer
     /// the other side, giving pending directories away or taking in those
     /// received. Called once per directory: it must cost next to nothing
-    /// when there is nothing to do.
-    fn poll(&self, pool: &Pool<'_>) {
-        let _ = pool;
+    /// when there is nothing to do. `read` says which of the two it is: a
+    /// directory was just read here.
+    fn poll(&self, pool: &Pool<'_>, read: bool) {
+        let _ = (pool, read);
     }
 
     /// Nothing is pending in this pool (no directory queued or being read
@@ -46,6 +47,15 @@ pub(crate) trait Remote: Sync {
     /// again after a nap of at most a millisecond; directories taken in
     /// wake them sooner). Once true, true for good: the pool remembers it.
     fn idle(&self, pool: &Pool<'_>) -> bool;
+
+    /// Runs `workers`, the whole life of the pool's workers: a remote
+    /// that acts on the pool from threads of its own (an MPI rank's
+    /// transport, answering a steal while every worker is busy) may reach
+    /// it only within this call.
+    fn attend<T>(&self, pool: &Pool<'_>, workers: impl FnOnce() -> T) -> T {
+        let _ = pool;
+        workers()
+    }
 }
 
 /// No one else: the walk is over when nothing is pending here. The thread
@@ -122,22 +132,24 @@ where
     }
     let added = Mutex::new(Vec::new());
     let (pool, make, added_ref) = (&pool, &make, &added);
-    std::thread::scope(|scope| {
-        // Copied into each worker: it only holds references.
-        let grow = move || add_io_workers(scope, pool, remote, make, added_ref);
-        let mut workers = workers.into_iter().enumerate();
-        let (first_index, first) = workers.next().expect("at least one worker");
-        let handles: Vec<_> = workers
-            .map(|(me, local)| scope.spawn(move || work(pool, remote, local, me, make(), &grow)))
-            .collect();
-        // The calling thread is a worker too.
-        done(work(pool, remote, first, first_index, make(), &grow));
-        for h in handles {
-            match h.join() {
-                Ok(v) => done(v),
-                Err(panic) => std::panic::resume_unwind(panic),
+    remote.attend(pool, || {
+        std::thread::scope(|scope| {
+            // Copied into each worker: it only holds references.
+            let grow = move || add_io_workers(scope, pool, remote, make, added_ref);
+            let mut workers = workers.into_iter().enumerate();
+            let (first_index, first) = workers.next().expect("at least one worker");
+            let handles: Vec<_> = workers
+                .map(|(me, local)| scope.spawn(move || work(pool, remote, local, me, make(), &grow)))
+                .collect();
+            // The calling thread is a worker too.
+            done(work(pool, remote, first, first_index, make(), &grow));
+            for h in handles {
+                match h.join() {
+                    Ok(v) => done(v),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
             }
-        }
+        })
     });
     added
         .into_inner()
@@ -231,6 +243,13 @@ impl Pool<'_> {
             self.notify(true);
         }
         refused
+    }
+
+    /// Wake the workers that nap, so that they look for directories (and
+    /// ask the remote) at once. Any thread may call it.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn wake(&self) {
+        self.notify(true);
     }
 
     fn notify(&self, all: bool) {
@@ -399,7 +418,7 @@ fn work<V: Visitor, R: Remote>(
                 if pool.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                     pool.notify(true);
                 }
-                remote.poll(pool);
+                remote.poll(pool, true);
                 if waits_on_io {
                     grow();
                     if pool.io.active() >= pool.stealers.len() {
@@ -414,7 +433,7 @@ fn work<V: Visitor, R: Remote>(
                         break;
                     }
                 } else {
-                    remote.poll(pool);
+                    remote.poll(pool, false);
                 }
                 idle_spins += 1;
                 if idle_spins < 32 {

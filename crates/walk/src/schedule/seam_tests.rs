@@ -175,7 +175,7 @@ impl Side<'_> {
 }
 
 impl Remote for Side<'_> {
-    fn poll(&self, pool: &Pool<'_>) {
+    fn poll(&self, pool: &Pool<'_>, _: bool) {
         let mut state = self.exchange.state.lock().unwrap();
         self.collect_mail(&mut state, pool);
         let other = 1 - self.me;
