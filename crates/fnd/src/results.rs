@@ -1,12 +1,14 @@
 //! Where results go: printed (plain, coloured, `--format`) or handed to
 //! commands (`-x`, `-X`, `-l`), as bytes to one [`Writer`] (stdout, for
-//! the command). A search asks the [`Sink`] for one [`ResultWriter`] per
-//! thread and does not care which.
+//! the command), or under MPI to rank 0's. A search asks the [`Sink`] for
+//! one [`ResultWriter`] per thread and does not care which.
+
+use std::sync::Arc;
 
 use fnd_output::{Buffer, Writer};
 
 use crate::error::print_error;
-use crate::exec::{ExecConfig, ExecSender, Executor};
+use crate::exec::{ExecConfig, ExecSender, Executor, LocalOutput};
 use crate::found::{Emit, Found};
 use crate::listing::{Listing, ListingConfig};
 
@@ -20,14 +22,13 @@ pub enum Output {
 
 /// The results' destination, for the whole run.
 pub struct Sink {
-    out: Writer,
     target: Target,
 }
 
 // One per run: the size of the larger variant does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Target {
-    Print(ListingConfig),
+    Print(ListingConfig, Writer),
     Exec(Executor),
 }
 
@@ -38,22 +39,22 @@ impl Sink {
     /// process's stdout themselves). Starts the threads that run commands.
     pub fn new(output: Output, out: Writer) -> Sink {
         let target = match output {
-            Output::Exec(exec) => Target::Exec(Executor::start(exec, out.clone())),
+            Output::Exec(exec) => Target::Exec(Executor::start(exec, Arc::new(LocalOutput(out)))),
             Output::Print(cfg) => {
                 // `escape` is set for a terminal.
                 if cfg.escape && (cfg.colors.is_some() || cfg.hyperlinks.is_some()) {
                     crate::color::reset_terminal_on_interrupt();
                 }
-                Target::Print(cfg)
+                Target::Print(cfg, out)
             }
         };
-        Sink { out, target }
+        Sink { target }
     }
 
     /// A writer for one walking thread.
     pub fn writer(&self) -> ResultWriter<'_> {
         match &self.target {
-            Target::Print(cfg) => ResultWriter::Print(Listing::new(cfg, Buffer::new(self.out.clone()))),
+            Target::Print(cfg, out) => ResultWriter::Print(Listing::new(cfg, Buffer::new(out.clone()))),
             Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
         }
     }
@@ -64,15 +65,15 @@ impl Sink {
     /// failed or could not run.
     pub fn finish(self) -> bool {
         match self.target {
-            Target::Print(_) => {
-                if let Some(errno) = self.out.failure() {
+            Target::Print(_, out) => {
+                if let Some(errno) = out.failure() {
                     print_error(format_args!(
                         "Could not write to output: {}",
                         std::io::Error::from(errno)
                     ));
                     return false;
                 }
-                !self.out.is_broken()
+                !out.is_broken()
             }
             // Commands' output meeting a closed pipe is theirs to report, as in fd.
             Target::Exec(exec) => exec.finish(),
