@@ -373,16 +373,17 @@ impl RankRemote<'_> {
             return handoff; // refused by `into_job`
         };
         let root = String::from_utf8_lossy(&self.shared.roots[handoff.root]).into_owned();
+        let rank = self.shelf.handle.get().map_or(0, Handle::rank);
         let Some((dev, ino)) = here else {
             fnd_mpi::world::fatal(format!(
-                "search path '{root}' cannot be read on this rank, but it is on another"
+                "search path '{root}' cannot be read on rank {rank}, but it can on another"
             ));
         };
         let (their_dev, their_ino) = handoff.root_id;
         if ino != their_ino {
             fnd_mpi::world::fatal(format!(
-                "search path '{root}' is another directory on this rank than on the rank that handed part of it \
-                 over (inode {ino} here, {their_ino} there): every rank must see the same tree"
+                "search path '{root}' is another directory on rank {rank} (inode {ino}) than on the rank that \
+                 handed part of it over (inode {their_ino}): every rank must see the same tree"
             ));
         }
         if dev != their_dev {
