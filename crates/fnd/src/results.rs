@@ -9,6 +9,8 @@ use fnd_output::{Buffer, Writer};
 
 use crate::error::print_error;
 use crate::exec::{ExecConfig, ExecSender, Executor, LocalOutput};
+#[cfg(feature = "mpi")]
+use crate::forward::{RankOutput, RankRecords};
 use crate::found::{Emit, Found};
 use crate::listing::{Listing, ListingConfig};
 
@@ -29,6 +31,8 @@ pub struct Sink {
 #[allow(clippy::large_enum_variant)]
 enum Target {
     Print(ListingConfig, Writer),
+    #[cfg(feature = "mpi")]
+    PrintRanked(ListingConfig, RankOutput),
     Exec(Executor),
 }
 
@@ -51,10 +55,26 @@ impl Sink {
         Sink { target }
     }
 
+    /// Results of one rank of an MPI job, sent to rank 0's stdout (and
+    /// every command's output, kept whole, to its stdout and stderr).
+    #[cfg(feature = "mpi")]
+    pub fn ranked(output: Output, out: RankOutput) -> Sink {
+        let target = match output {
+            Output::Exec(mut exec) => {
+                exec.capture = true;
+                Target::Exec(Executor::start(exec, Arc::new(out)))
+            }
+            Output::Print(cfg) => Target::PrintRanked(cfg, out),
+        };
+        Sink { target }
+    }
+
     /// A writer for one walking thread.
     pub fn writer(&self) -> ResultWriter<'_> {
         match &self.target {
             Target::Print(cfg, out) => ResultWriter::Print(Listing::new(cfg, Buffer::new(out.clone()))),
+            #[cfg(feature = "mpi")]
+            Target::PrintRanked(cfg, out) => ResultWriter::PrintRanked(Listing::new(cfg, out.records())),
             Target::Exec(exec) => ResultWriter::Exec(exec.sender()),
         }
     }
@@ -62,7 +82,7 @@ impl Sink {
     /// After the search, once every writer is gone: wait for the commands.
     /// False when output failed (said once on stderr), its reader went
     /// away (`fnd | head -1`: fd exits 1 without a word), or a command
-    /// failed or could not run.
+    /// failed or could not run. Under MPI, output is rank 0's to judge.
     pub fn finish(self) -> bool {
         match self.target {
             Target::Print(_, out) => {
@@ -75,6 +95,8 @@ impl Sink {
                 }
                 !out.is_broken()
             }
+            #[cfg(feature = "mpi")]
+            Target::PrintRanked(..) => true,
             // Commands' output meeting a closed pipe is theirs to report, as in fd.
             Target::Exec(exec) => exec.finish(),
         }
@@ -86,6 +108,8 @@ impl Sink {
 #[allow(clippy::large_enum_variant)]
 pub enum ResultWriter<'a> {
     Print(Listing<'a>),
+    #[cfg(feature = "mpi")]
+    PrintRanked(Listing<'a, RankRecords>),
     Exec(ExecSender),
 }
 
@@ -94,6 +118,8 @@ impl Emit for ResultWriter<'_> {
     fn emit(&mut self, entry: &impl Found, prefix: &[u8]) -> bool {
         match self {
             ResultWriter::Print(listing) => listing.entry(entry, prefix),
+            #[cfg(feature = "mpi")]
+            ResultWriter::PrintRanked(listing) => listing.entry(entry, prefix),
             ResultWriter::Exec(sender) => sender.entry(entry, prefix),
         }
     }
@@ -101,6 +127,8 @@ impl Emit for ResultWriter<'_> {
     fn flush(&mut self) -> bool {
         match self {
             ResultWriter::Print(listing) => listing.flush(),
+            #[cfg(feature = "mpi")]
+            ResultWriter::PrintRanked(listing) => listing.flush(),
             ResultWriter::Exec(_) => true,
         }
     }

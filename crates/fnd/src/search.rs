@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Order, RawEntry, Sort,
-    Visitor, WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover, ImportError, Order,
+    RawEntry, Sort, Visitor, WalkBuilder,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -102,6 +102,18 @@ impl EntryFilter for Finder {
 
     fn probe_names(&self) -> &[Vec<u8>] {
         self.ignore.as_ref().map_or(&[], |i| i.probe_names())
+    }
+
+    /// The state is the ignore rules': they travel to another MPI rank.
+    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+        self.ignore.as_ref()?.export_state(state, handover)
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        match &self.ignore {
+            Some(ignore) => ignore.import_state(bytes, handover),
+            None => Err("filter state for a search without ignore rules".into()),
+        }
     }
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
