@@ -111,6 +111,8 @@ mod dirent;
 pub mod entry;
 pub mod error;
 pub mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hooks;
 pub mod ignore;
 mod io;

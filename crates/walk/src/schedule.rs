@@ -34,7 +34,7 @@
 //! drives two pools through this seam in one process.
 
 mod growth;
-mod handoff;
+pub(crate) mod handoff;
 mod place;
 mod pool;
 #[cfg(feature = "mpi")]

@@ -133,7 +133,7 @@ impl WalkBuilder {
     /// The walk as the layers below see it: options resolved (thread count,
     /// I/O depth, descriptor budget), every filter folded into one; `stop`
     /// replaces the owner's stop flag.
-    fn resolve(&self, stop: Option<Arc<AtomicBool>>) -> Shared {
+    pub(crate) fn resolve(&self, stop: Option<Arc<AtomicBool>>) -> Shared {
         let cfg = &self.cfg;
         let given = &cfg.settings;
         let threads = if given.order == Order::Parallel {

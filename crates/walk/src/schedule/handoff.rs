@@ -204,8 +204,8 @@ enum Refusal {
 
 /// The bytes of a handoff: `fnd_mpi::codec::PendingDir`'s encoding, the
 /// one every process of a walk speaks (checked field by field, fuzzed).
-#[cfg(any(test, feature = "mpi"))]
 impl Handoff {
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for the MPI scheduler
     pub(crate) fn encode(&self) -> Vec<u8> {
         fnd_mpi::codec::PendingDir {
             root: u32::try_from(self.root).expect("fewer than 2^32 roots"),
