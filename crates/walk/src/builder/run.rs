@@ -37,7 +37,8 @@ impl WalkBuilder {
     /// is over, or stopped (a visitor's [`Flow::Stop`] here stops every
     /// rank). Visitors get only the entries this rank reads. The order is
     /// [`Order::Parallel`] whatever was asked for, with a pool of workers
-    /// even for one thread.
+    /// even for one thread (which adds workers while reads wait, up to the
+    /// I/O depth, as a pool of several does).
     #[cfg(feature = "mpi")]
     pub fn visit_ranks<V, M, D>(
         &self,
@@ -50,7 +51,10 @@ impl WalkBuilder {
         M: Fn() -> V + Sync,
         D: FnMut(V),
     {
-        let shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
+        let mut shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
+        // Always a pool here, which may grow while reads wait, even from
+        // one thread (a rank bound to one core on a parallel file system).
+        shared.settings.io_depth = shared.settings.threads.max(self.cfg.settings.io_depth);
         ranks.run(&shared, handle, self.guarded(&shared, &make), |guard| {
             done(guard.into_visitor())
         });
