@@ -448,3 +448,60 @@ impl Remote for RankRemote<'_> {
         workers()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Budget;
+    use crate::settings::{Order, Settings};
+
+    #[test]
+    fn a_root_numbered_differently_on_another_node_is_mapped_to_this_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().as_os_str().as_encoded_bytes().to_vec();
+        let settings = Settings {
+            order: Order::Parallel,
+            threads: 1,
+            shallow_first: false,
+            io_depth: 1,
+            min_depth: 0,
+            max_depth: None,
+            follow_links: true,
+            same_file_system: true,
+            skip_hidden: false,
+            metadata: false,
+            sort: None,
+            chunk_size: 8,
+            filter: None,
+        };
+        let shared = Shared::new(settings, vec![root.clone()], None, Budget::new(None, 1));
+        let ranks = Ranks::new(false);
+        let remote = RankRemote {
+            shelf: &ranks.shelf,
+            shared: &shared,
+        };
+        let here = crate::meta::stat_path(tmp.path(), true).unwrap();
+        let there = here.dev + 7;
+        let handoff = Handoff {
+            root: 0,
+            path: [&root[..], b"/a/b"].concat(),
+            depth: 2,
+            follow: false,
+            root_id: (there, here.ino),
+            ancestors: vec![(there, 42)],
+            filter_state: None,
+        };
+        let mapped = remote.mapped(handoff.clone());
+        assert_eq!(mapped.root_id, (here.dev, here.ino));
+        assert_eq!(mapped.ancestors, [(here.dev, 42)]);
+        // A root handed over before it was opened carries no device yet.
+        let root_itself = Handoff {
+            path: root.clone(),
+            depth: 0,
+            root_id: (0, 0),
+            ancestors: Vec::new(),
+            ..handoff
+        };
+        assert_eq!(remote.mapped(root_itself.clone()), root_itself);
+    }
+}
