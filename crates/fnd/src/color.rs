@@ -35,17 +35,24 @@ pub enum ColorWhen {
 
 impl ColorWhen {
     /// Whether to colour, as fd decides: `auto` colours a terminal unless
-    /// `NO_COLOR` is set to something.
-    pub fn enabled(self, stdout_is_terminal: bool) -> bool {
+    /// `NO_COLOR` is set to something (`no_color`, see [`no_color`]).
+    pub fn enabled(self, stdout_is_terminal: bool, no_color: bool) -> bool {
         match self {
             ColorWhen::Always => true,
             ColorWhen::Never => false,
-            ColorWhen::Auto => {
-                let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-                stdout_is_terminal && !no_color
-            }
+            ColorWhen::Auto => stdout_is_terminal && !no_color,
         }
     }
+}
+
+/// Whether `NO_COLOR` asks for no colour (set to something, as fd reads it).
+pub fn no_color() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// `LS_COLORS`, when set (and Unicode, as `lscolors` reads it).
+pub fn ls_colors() -> Option<String> {
+    std::env::var("LS_COLORS").ok()
 }
 
 /// The palette in use.
@@ -59,7 +66,12 @@ pub struct Colors {
 impl Colors {
     /// From `LS_COLORS`, else fd's default palette.
     pub fn from_env() -> Colors {
-        Colors::new(LsColors::from_env().unwrap_or_else(|| LsColors::from_string(DEFAULT_LS_COLORS)))
+        Colors::from_spec(ls_colors().as_deref())
+    }
+
+    /// From an `LS_COLORS` value, else (`None`) fd's default palette.
+    pub fn from_spec(spec: Option<&str>) -> Colors {
+        Colors::new(LsColors::from_string(spec.unwrap_or(DEFAULT_LS_COLORS)))
     }
 
     #[cfg(test)]

@@ -30,11 +30,65 @@ pub struct Config {
     pub output: Output,
 }
 
+/// What decides how results look, read where they are printed: whether
+/// stdout is a terminal, `NO_COLOR`, `LS_COLORS`, and the host name of
+/// hyperlinks. Under MPI, rank 0's, for every rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputEnv {
+    pub stdout_is_terminal: bool,
+    pub no_color: bool,
+    pub ls_colors: Option<String>,
+    pub hostname: Vec<u8>,
+}
+
+impl OutputEnv {
+    /// This process's.
+    pub fn here() -> OutputEnv {
+        OutputEnv {
+            stdout_is_terminal: std::io::stdout().is_terminal(),
+            no_color: crate::color::no_color(),
+            ls_colors: crate::color::ls_colors(),
+            hostname: crate::hyperlink::hostname(),
+        }
+    }
+
+    /// As bytes, for the other ranks.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = fnd_mpi::codec::Writer::new();
+        w.u8(u8::from(self.stdout_is_terminal)
+            | u8::from(self.no_color) << 1
+            | u8::from(self.ls_colors.is_some()) << 2);
+        w.bytes(self.ls_colors.as_deref().unwrap_or_default().as_bytes());
+        w.bytes(&self.hostname);
+        w.finish()
+    }
+
+    /// What [`encode`](Self::encode) wrote.
+    pub fn decode(bytes: &[u8]) -> Option<OutputEnv> {
+        let mut r = fnd_mpi::codec::Reader::new(bytes);
+        let flags = r.u8().ok()?;
+        let ls_colors = String::from_utf8(r.bytes().ok()?.to_vec()).ok();
+        let hostname = r.bytes().ok()?.to_vec();
+        r.end().ok()?;
+        Some(OutputEnv {
+            stdout_is_terminal: flags & 1 != 0,
+            no_color: flags & 2 != 0,
+            ls_colors: ls_colors.filter(|_| flags & 4 != 0),
+            hostname,
+        })
+    }
+}
+
 /// A fatal error: its message (printed as `[fnd error]: …`, exit 1).
 pub type Fatal = String;
 
 impl Config {
     pub fn new(cli: &Cli) -> Result<Config, Fatal> {
+        Config::new_in(cli, &OutputEnv::here())
+    }
+
+    /// The config for results printed as `env` says.
+    pub fn new_in(cli: &Cli, env: &OutputEnv) -> Result<Config, Fatal> {
         if let Some(base) = &cli.base_directory {
             if !paths::is_existing_dir(base) {
                 return Err(format!(
@@ -146,18 +200,19 @@ impl Config {
             max_results: max_results(cli),
             quiet: cli.quiet,
             show_errors: cli.show_errors,
+            flush_each_chunk: false,
         };
         Ok(Config {
             search,
-            output: output(cli, threads, path_style),
+            output: output(cli, threads, path_style, env),
         })
     }
 }
 
 /// `-x`/`-X`/`-l` run commands; anything else prints, as the options say.
-fn output(cli: &Cli, threads: usize, path_style: PathStyle) -> Output {
-    let terminal = std::io::stdout().is_terminal();
-    let colored = cli.color.enabled(terminal);
+fn output(cli: &Cli, threads: usize, path_style: PathStyle, env: &OutputEnv) -> Output {
+    let terminal = env.stdout_is_terminal;
+    let colored = cli.color.enabled(terminal, env.no_color);
     let exec = if let Some(exec) = &cli.commands.config {
         Some(exec.clone())
     } else if cli.list_details {
@@ -179,8 +234,11 @@ fn output(cli: &Cli, threads: usize, path_style: PathStyle) -> Output {
             terminator: if cli.print0 { b'\0' } else { b'\n' },
             path_style,
             // fd prints --format output uncoloured.
-            colors: (colored && cli.format.is_none()).then(Colors::from_env),
-            hyperlinks: cli.hyperlink.enabled(colored).then(Hyperlinks::new),
+            colors: (colored && cli.format.is_none()).then(|| Colors::from_spec(env.ls_colors.as_deref())),
+            hyperlinks: cli
+                .hyperlink
+                .enabled(colored)
+                .then(|| Hyperlinks::on_host(&env.hostname)),
             escape: terminal,
             format: cli.format.as_deref().map(Template::parse),
         }),

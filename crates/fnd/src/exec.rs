@@ -159,6 +159,10 @@ pub struct ExecConfig {
     /// Threads running `-x` commands; with one, commands write straight to
     /// the terminal, with more, each command's output is kept together.
     pub threads: usize,
+    /// Keep every command's output (`-X`'s too) and write it whole
+    /// through the executor's [`CommandOutput`], however many threads run
+    /// them: a rank of an MPI job sends it to rank 0.
+    pub capture: bool,
     /// `./` stripping and `--path-separator`, as for printing.
     pub path_style: PathStyle,
     /// `--print0`: a NUL after each `-x` result's output, as fd writes.
@@ -197,6 +201,7 @@ impl ExecConfig {
             commands,
             batch_size: 0,
             threads,
+            capture: false,
             path_style: PathStyle::default(),
             null_separator: false,
         })
@@ -207,6 +212,32 @@ impl ExecConfig {
 /// (`-x`: the whole command line; `-X`: the one argument with placeholders).
 type Job = Vec<Vec<OsString>>;
 
+/// Where the commands' output goes when it is kept: one result's commands
+/// (`-x`), or one batch (`-X`), at a time, whole.
+pub trait CommandOutput: Send + Sync {
+    /// Each command's stdout and stderr, in the order they ran; with
+    /// `nul`, a NUL follows the last stdout (`--print0`, as fd writes it).
+    fn write(&self, outputs: &[(Vec<u8>, Vec<u8>)], nul: bool);
+}
+
+/// This process's: stdout through the sink's writer, stderr directly.
+pub struct LocalOutput(pub Writer);
+
+impl CommandOutput for LocalOutput {
+    fn write(&self, outputs: &[(Vec<u8>, Vec<u8>)], nul: bool) {
+        // Every runner takes the stderr lock first: holding it keeps one
+        // result's output together.
+        let mut stderr = io::stderr().lock();
+        for (stdout_bytes, stderr_bytes) in outputs {
+            self.0.write_all(stdout_bytes);
+            let _ = stderr.write_all(stderr_bytes);
+        }
+        if nul {
+            self.0.write_all(b"\0");
+        }
+    }
+}
+
 /// The threads running commands.
 pub struct Executor {
     cfg: Arc<ExecConfig>,
@@ -216,8 +247,9 @@ pub struct Executor {
 
 impl Executor {
     /// Start the threads that run commands; the output of `-x` commands
-    /// run by more than one thread goes to `out`, each result's whole.
-    pub fn start(cfg: ExecConfig, out: Writer) -> Executor {
+    /// run by more than one thread (of every command, with `capture`) goes
+    /// to `out`, each result's whole.
+    pub fn start(cfg: ExecConfig, out: Arc<dyn CommandOutput>) -> Executor {
         let cfg = Arc::new(cfg);
         // As many runners as walking threads, and never more than the walk
         // itself would start (`-j 100000` must not spawn 100000 threads).
@@ -232,9 +264,9 @@ impl Executor {
                 let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
                 std::thread::spawn(move || {
                     if cfg.batch {
-                        run_batches(&cfg, rx)
+                        run_batches(&cfg, rx, &*out)
                     } else {
-                        run_each(&cfg, rx, &out)
+                        run_each(&cfg, rx, &*out)
                     }
                 })
             })
@@ -313,8 +345,8 @@ fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
     }
 }
 
-fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &Writer) -> bool {
-    let buffered = cfg.threads > 1;
+fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &dyn CommandOutput) -> bool {
+    let buffered = cfg.threads > 1 || cfg.capture;
     let mut ok = true;
     for job in rx {
         ok &= run_commands(&job, buffered, cfg.null_separator, out);
@@ -324,7 +356,7 @@ fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &Writer) -> bool {
 
 /// Run one result's commands in order, stopping at the first that fails;
 /// their output is written together, after the last.
-fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &Writer) -> bool {
+fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &dyn CommandOutput) -> bool {
     let mut outputs = Vec::new();
     let mut ok = true;
     for argv in job {
@@ -356,23 +388,14 @@ fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &Writer) -
     ok
 }
 
-/// One result's commands' output, in order, to `out` and stderr. Once
-/// output is gone the rest is dropped, and the commands' exit statuses
-/// alone decide fnd's, as in fd.
-fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool, out: &Writer) {
+/// One result's commands' output, in order, to `out`. Once output is
+/// gone the rest is dropped, and the commands' exit statuses alone decide
+/// fnd's, as in fd.
+fn write_outputs(outputs: &[(Vec<u8>, Vec<u8>)], null_separator: bool, out: &dyn CommandOutput) {
     if outputs.iter().all(|(o, e)| o.is_empty() && e.is_empty()) && !null_separator {
         return;
     }
-    // Every runner takes the stderr lock first: holding it keeps one
-    // result's output together.
-    let mut stderr = io::stderr().lock();
-    for (stdout_bytes, stderr_bytes) in outputs {
-        out.write_all(stdout_bytes);
-        let _ = stderr.write_all(stderr_bytes);
-    }
-    if null_separator {
-        out.write_all(b"\0");
-    }
+    out.write(outputs, null_separator);
 }
 
 /// One batch command being filled.
@@ -385,10 +408,12 @@ struct Batch {
     count: usize,
     limit: usize,
     ok: bool,
+    /// Keep each run's output and write it through the executor's output.
+    capture: bool,
 }
 
 impl Batch {
-    fn new(template: &CommandTemplate, limit: usize) -> io::Result<Batch> {
+    fn new(template: &CommandTemplate, limit: usize, capture: bool) -> io::Result<Batch> {
         let slot = template
             .args
             .iter()
@@ -413,6 +438,7 @@ impl Batch {
             count: 0,
             limit,
             ok: true,
+            capture,
         })
     }
 
@@ -425,22 +451,34 @@ impl Batch {
         Ok(cmd)
     }
 
-    fn push(&mut self, arg: &OsString) -> io::Result<()> {
+    fn push(&mut self, arg: &OsString, out: &dyn CommandOutput) -> io::Result<()> {
         if self.limit > 0 && self.count >= self.limit {
-            self.run()?;
+            self.run(out)?;
         }
         if !self.cmd.args_would_fit(std::iter::once(arg).chain(&self.post)) {
-            self.run()?;
+            self.run(out)?;
         }
         self.cmd.try_arg(arg)?;
         self.count += 1;
         Ok(())
     }
 
-    fn run(&mut self) -> io::Result<()> {
+    fn run(&mut self, out: &dyn CommandOutput) -> io::Result<()> {
         if self.count > 0 {
             self.cmd.try_args(&self.post)?;
-            if !self.cmd.status()?.success() {
+            let success = if self.capture {
+                let output = self
+                    .cmd
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .output()?;
+                write_outputs(&[(output.stdout, output.stderr)], false, out);
+                output.status.success()
+            } else {
+                self.cmd.status()?.success()
+            };
+            if !success {
                 self.ok = false;
             }
             self.cmd = Self::command(&self.pre)?;
@@ -450,10 +488,10 @@ impl Batch {
     }
 }
 
-fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
+fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>, out: &dyn CommandOutput) -> bool {
     let mut batches = Vec::new();
     for c in &cfg.commands {
-        match Batch::new(c, cfg.batch_size) {
+        match Batch::new(c, cfg.batch_size, cfg.capture) {
             Ok(b) => batches.push(b),
             Err(e) => {
                 report_spawn_error(None, &e);
@@ -470,13 +508,13 @@ fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>) -> bool {
     };
     for job in rx.iter() {
         for (batch, arg) in batches.iter_mut().zip(&job) {
-            if let Err(e) = batch.push(&arg[0]) {
+            if let Err(e) = batch.push(&arg[0], out) {
                 return fail(batch, e, &rx);
             }
         }
     }
     for batch in &mut batches {
-        if let Err(e) = batch.run() {
+        if let Err(e) = batch.run(out) {
             return fail(batch, e, &rx);
         }
     }

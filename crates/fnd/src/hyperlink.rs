@@ -38,8 +38,14 @@ pub struct Hyperlinks {
 
 impl Hyperlinks {
     pub fn new() -> Hyperlinks {
+        Hyperlinks::on_host(&hostname())
+    }
+
+    /// Links to files on `host` (where the results are printed, which an
+    /// MPI rank may not be).
+    pub fn on_host(host: &[u8]) -> Hyperlinks {
         let mut scheme_host = b"file://".to_vec();
-        scheme_host.extend_from_slice(&hostname());
+        scheme_host.extend_from_slice(host);
         let mut cwd = Vec::new();
         if let Ok(dir) = std::env::current_dir() {
             percent_encode(dir.as_os_str().as_bytes(), &mut cwd);
@@ -88,7 +94,7 @@ impl Default for Hyperlinks {
 }
 
 /// The host name, left out (as fd does) when it is not UTF-8.
-fn hostname() -> Vec<u8> {
+pub fn hostname() -> Vec<u8> {
     nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())

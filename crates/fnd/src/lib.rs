@@ -18,10 +18,13 @@
 //! 5. `search`: the walk that judges entries and hands results on.
 //! 6. `format`, `color`, `hyperlink`: how one result looks.
 //! 7. `listing`, `exec`: printing results; running commands on them.
-//! 8. `results`: the sink, one writer per thread, bytes to one descriptor.
-//! 9. `cli`: the command line, parsed.
-//! 10. `config`, `generate`: parsed options turned into a search and a
+//! 8. `forward` (feature `mpi`): a rank's output on its way to rank 0.
+//! 9. `results`: the sink, one writer per thread, bytes to one descriptor
+//!    (or, under MPI, to rank 0).
+//! 10. `cli`: the command line, parsed.
+//! 11. `config`, `generate`: parsed options turned into a search and a
 //!     sink; completions and the man page.
+//! 12. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
 //!
 //! [`run`] puts them together: options → config → search → sink.
 
@@ -34,12 +37,16 @@ pub mod escape;
 pub mod exec;
 pub mod filter;
 pub mod format;
+#[cfg(feature = "mpi")]
+pub mod forward;
 pub mod found;
 pub mod generate;
 pub mod hyperlink;
 pub mod listing;
 pub mod paths;
 pub mod pattern;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 pub mod results;
 pub mod search;
 pub mod select;

@@ -37,11 +37,39 @@ impl ListingConfig {
     }
 }
 
+/// Where a thread's printed records go: whole records are appended to
+/// [`bytes`](Records::bytes), each ended by [`end_record`](Records::end_record).
+/// This process's stdout ([`Buffer`]), or rank 0's for a rank of an MPI job.
+pub trait Records {
+    /// The buffer the next record is appended to.
+    fn bytes(&mut self) -> &mut Vec<u8>;
+    /// A record is complete; false when output has ended.
+    fn end_record(&mut self) -> bool;
+    /// Write what is buffered; false when output has ended.
+    fn flush(&mut self) -> bool;
+}
+
+impl Records for Buffer {
+    #[inline]
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        Buffer::bytes(self)
+    }
+
+    #[inline]
+    fn end_record(&mut self) -> bool {
+        Buffer::end_record(self)
+    }
+
+    fn flush(&mut self) -> bool {
+        Buffer::flush(self)
+    }
+}
+
 /// A thread's printer.
-pub struct Listing<'a> {
+pub struct Listing<'a, R: Records = Buffer> {
     cfg: &'a ListingConfig,
     plain: bool,
-    out: Buffer,
+    out: R,
     /// Reused buffers: the printed prefix, a rendered text, its escaped
     /// form, a path for a hyperlink.
     scratch: Vec<u8>,
@@ -51,8 +79,8 @@ pub struct Listing<'a> {
     painter: Painter,
 }
 
-impl<'a> Listing<'a> {
-    pub fn new(cfg: &'a ListingConfig, out: Buffer) -> Listing<'a> {
+impl<'a, R: Records> Listing<'a, R> {
+    pub fn new(cfg: &'a ListingConfig, out: R) -> Listing<'a, R> {
         Listing {
             cfg,
             plain: cfg.is_plain(),

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Order, RawEntry, Sort,
-    Visitor, WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover, ImportError, Order,
+    RawEntry, Sort, Visitor, WalkBuilder,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -48,6 +48,36 @@ pub struct Search {
     pub max_results: Option<usize>,
     pub quiet: bool,
     pub show_errors: bool,
+    /// Hand each chunk's results on at once (`Emit::flush`), not when a
+    /// buffer fills: with `--max-results` under MPI, rank 0 counts them
+    /// as they come and stops every rank when it has enough.
+    pub flush_each_chunk: bool,
+}
+
+/// How the walk is run: by this process's threads ([`Threads`]), or
+/// shared with the other ranks of an MPI job.
+pub trait Walker {
+    /// Run `builder`'s walk with a visitor per thread from `make`, each
+    /// handed to `done` when its thread ends.
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V);
+}
+
+/// The walk on this process's threads alone.
+pub struct Threads;
+
+impl Walker for Threads {
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        builder.visit(make, done);
+    }
 }
 
 /// A key of `--sort` that needs metadata.
@@ -72,6 +102,18 @@ impl EntryFilter for Finder {
 
     fn probe_names(&self) -> &[Vec<u8>] {
         self.ignore.as_ref().map_or(&[], |i| i.probe_names())
+    }
+
+    /// The state is the ignore rules': they travel to another MPI rank.
+    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+        self.ignore.as_ref()?.export_state(state, handover)
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        match &self.ignore {
+            Some(ignore) => ignore.import_state(bytes, handover),
+            None => Err("filter state for a search without ignore rules".into()),
+        }
     }
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
@@ -165,7 +207,11 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
             .offer(chunk, |held| emit_chunk(out, held.prefix(), held.iter()))
         {
             Offer::Held => after,
-            Offer::Print if emit_chunk(out, chunk.prefix(), chunk.iter()) => after,
+            Offer::Print
+                if emit_chunk(out, chunk.prefix(), chunk.iter()) && (!search.flush_each_chunk || out.flush()) =>
+            {
+                after
+            }
             Offer::Print | Offer::Stop => Flow::Stop,
         }
     }
@@ -206,18 +252,30 @@ fn sorted_by(chunk: &Chunk, key: MetadataKey) -> Vec<usize> {
     keyed.into_iter().map(|(_, i)| i).collect()
 }
 
+impl Search {
+    /// The roots the walk reads: a root holding an `--ignore-contain`
+    /// marker yields nothing, as in fd.
+    pub fn walked_roots(&self) -> Vec<PathBuf> {
+        let ignore = self.ignore.as_ref();
+        self.roots
+            .iter()
+            .filter(|r| !ignore.is_some_and(|i| i.skips_root(r)))
+            .cloned()
+            .collect()
+    }
+}
+
 /// Run the search, handing its results to writers made by `writer` (one
 /// per walking thread, and one more for results held back at first).
 /// Whether they could be written is the writers' to tell.
-pub fn run<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync) -> Outcome {
+pub fn run<W: Emit + Send>(search: Search, writer: impl Fn() -> W + Sync) -> Outcome {
+    run_on(search, writer, &Threads)
+}
+
+/// [`run`], the walk run by `walker`.
+pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync, walker: &impl Walker) -> Outcome {
+    let roots = search.walked_roots();
     let ignore = search.ignore.take();
-    // A root holding an --ignore-contain marker yields nothing, as in fd.
-    let roots: Vec<_> = search
-        .roots
-        .iter()
-        .filter(|r| !ignore.as_ref().is_some_and(|i| i.skips_root(r)))
-        .cloned()
-        .collect();
     let Some(first) = roots.first() else {
         return if search.quiet {
             Outcome::HasResults(false)
@@ -258,7 +316,8 @@ pub fn run<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync) ->
         found: AtomicBool::new(false),
         early: EarlyResults::new(search.hold_early),
     };
-    builder.visit(
+    walker.visit(
+        builder,
         || Printer {
             shared: &shared,
             out: writer(),

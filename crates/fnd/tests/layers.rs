@@ -21,10 +21,14 @@ fn modules_import_only_downwards() {
             &["format", "color", "hyperlink"],
             // Printing results, or running commands on them.
             &["listing", "exec"],
+            // A rank's output on its way to rank 0 (MPI).
+            &["forward"],
             &["results"],
             &["cli"],
             // Options into a search and a sink; completions and man page.
             &["config", "generate"],
+            // The whole command as one rank of an MPI job.
+            &["ranks"],
         ],
     );
 }

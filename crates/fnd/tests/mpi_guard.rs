@@ -15,6 +15,8 @@ fn fnd(env: &[(&str, &str)]) -> Output {
     cmd.envs(env.iter().copied()).output().unwrap()
 }
 
+/// A build with MPI runs as one job instead (tests/mpi.rs).
+#[cfg(not(feature = "mpi"))]
 #[test]
 fn started_as_several_mpi_tasks_it_refuses_in_one_line() {
     let line = "[fnd error]: started as 4 MPI tasks, but this build has no MPI support; rebuild with --features mpi\n";

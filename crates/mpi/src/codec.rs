@@ -353,8 +353,10 @@ impl<'a> Message<'a> {
 
 /// A pending directory as plain data, so that it can move to another rank:
 /// which root it came from, where it is, how deep, whether links are
-/// followed below it, and the device/inode pairs the walk needs to stay on
-/// one file system and to see loops.
+/// followed below it, the device/inode pairs the walk needs to stay on
+/// one file system and to see loops, and its parent's filter state. The
+/// walk (`fnd-walk`'s `ranks`) makes them and takes them in; this is their
+/// one encoding, a work item of [`Message::Work`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PendingDir {
     /// Index of the root (command-line path) the directory is under.
@@ -369,12 +371,17 @@ pub struct PendingDir {
     pub root_id: (u64, u64),
     /// Device and inode of each ancestor, root first (for loop checks).
     pub ancestors: Vec<(u64, u64)>,
+    /// The parent's filter state as the walk's filter exported it, if the
+    /// parent has any.
+    pub filter_state: Option<Vec<u8>>,
 }
 
 impl PendingDir {
     /// Its bytes: a work item for [`Message::Work`].
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::with_capacity(4 + 4 + self.path.len() + 4 + 1 + 16 + 4 + 16 * self.ancestors.len());
+        let state_len = self.filter_state.as_ref().map_or(0, |s| 4 + s.len());
+        let mut w =
+            Writer::with_capacity(4 + 4 + self.path.len() + 4 + 1 + 16 + 4 + 16 * self.ancestors.len() + 1 + state_len);
         w.u32(self.root)
             .bytes(&self.path)
             .u32(self.depth)
@@ -385,6 +392,10 @@ impl PendingDir {
         for &(dev, ino) in &self.ancestors {
             w.u64(dev).u64(ino);
         }
+        match &self.filter_state {
+            None => w.u8(0),
+            Some(state) => w.u8(1).bytes(state),
+        };
         w.finish()
     }
 
@@ -405,6 +416,11 @@ impl PendingDir {
         for _ in 0..n {
             ancestors.push((r.u64()?, r.u64()?));
         }
+        let filter_state = match r.u8()? {
+            0 => None,
+            1 => Some(r.bytes()?.to_vec()),
+            _ => return Err(r.error("filter state neither absent nor present")),
+        };
         r.end()?;
         Ok(PendingDir {
             root,
@@ -413,6 +429,7 @@ impl PendingDir {
             follow,
             root_id,
             ancestors,
+            filter_state,
         })
     }
 }
@@ -492,15 +509,38 @@ mod tests {
             follow: true,
             root_id: (1, 2),
             ancestors: vec![(1, 2), (1, 7), (u64::MAX, 0)],
+            filter_state: Some(b"\x01state".to_vec()),
         };
-        let b = d.encode();
-        assert_eq!(PendingDir::decode(&b).unwrap(), d);
-        for cut in 0..b.len() {
-            assert!(PendingDir::decode(&b[..cut]).is_err());
+        for d in [
+            d.clone(),
+            PendingDir {
+                filter_state: None,
+                ..d.clone()
+            },
+            PendingDir {
+                filter_state: Some(Vec::new()),
+                ..d.clone()
+            },
+        ] {
+            let b = d.encode();
+            assert_eq!(PendingDir::decode(&b).unwrap(), d);
+            for cut in 0..b.len() {
+                assert!(PendingDir::decode(&b[..cut]).is_err());
+            }
+            let mut longer = b.clone();
+            longer.push(0);
+            assert!(PendingDir::decode(&longer).is_err());
         }
+        let b = d.encode();
         let mut bad = b.clone();
         bad[4 + 4 + d.path.len() + 4] = 2;
         assert!(PendingDir::decode(&bad).is_err());
+        let mut bad = b.clone();
+        bad[4 + 4 + d.path.len() + 4 + 1 + 16 + 4 + 16 * 3] = 2;
+        assert_eq!(
+            PendingDir::decode(&bad).unwrap_err().what,
+            "filter state neither absent nor present"
+        );
         assert_eq!(
             PendingDir::decode(&PendingDir::default().encode()).unwrap(),
             PendingDir::default()

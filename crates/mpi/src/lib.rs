@@ -7,6 +7,8 @@
 //!   and writers for payloads. No MPI; fuzzed (`fuzz/`, `mpi_messages`).
 //! - [`launch`]: whether an MPI launcher started this process; what a build
 //!   without MPI asks before it refuses to run as N copies.
+//! - [`stdio`]: where rank 0's output really goes (the launcher's own
+//!   stdout, rather than Open MPI's slow copy of a pseudo-terminal).
 //! - [`protocol`]: work stealing, Dijkstra–Scholten termination, stop and
 //!   the end of the job, as a state machine without MPI or threads.
 //! - [`output`]: where rank 0 writes, and the flow control of output.
@@ -27,6 +29,7 @@ pub mod job;
 pub mod launch;
 pub mod output;
 pub mod protocol;
+pub mod stdio;
 #[cfg(feature = "mpi")]
 mod transport;
 #[cfg(feature = "mpi")]

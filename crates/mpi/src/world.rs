@@ -12,9 +12,11 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use mpi::collective::{CommunicatorCollectives, Root};
+use mpi::datatype::PartitionMut;
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::Threading;
+use mpi::{Count, Threading};
 
 /// The exit status of a job aborted by a panic (Rust's own for a panic).
 pub const PANIC_STATUS: i32 = 101;
@@ -114,6 +116,57 @@ impl World {
     /// The number of ranks.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// Rank 0's `bytes`, on every rank: what the program decides once for
+    /// all of them (whether output goes to a terminal, say). A collective
+    /// call: every rank makes it, before a job starts or after it is
+    /// finished; `bytes` is read on rank 0 only.
+    pub fn broadcast(&self, bytes: &[u8]) -> Vec<u8> {
+        let world = SimpleCommunicator::world();
+        let root = world.process_at_rank(0);
+        let mut len = bytes.len() as u64;
+        root.broadcast_into(&mut len);
+        let mut buf = if self.rank == 0 {
+            bytes.to_vec()
+        } else {
+            vec![0; len as usize]
+        };
+        root.broadcast_into(&mut buf[..]);
+        buf
+    }
+
+    /// Every rank's `bytes`, by rank, on every rank: what each found out
+    /// alone, for all of them to decide alike (did every rank parse its
+    /// options, does every rank see the same paths). A collective call,
+    /// as [`broadcast`](Self::broadcast).
+    ///
+    /// # Panics
+    /// If the bytes of all ranks together reach 2 GiB.
+    pub fn all_gather(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let world = SimpleCommunicator::world();
+        let mine = Count::try_from(bytes.len()).expect("less than 2 GiB from one rank");
+        let mut counts = vec![0 as Count; self.size];
+        world.all_gather_into(&mine, &mut counts[..]);
+        let displs: Vec<Count> = counts
+            .iter()
+            .scan(0 as Count, |at, &n| {
+                let start = *at;
+                *at = at.checked_add(n).expect("less than 2 GiB from all ranks");
+                Some(start)
+            })
+            .collect();
+        let total = counts.iter().map(|&n| n as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut partition = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            world.all_gather_varcount_into(bytes, &mut partition);
+        }
+        counts
+            .iter()
+            .zip(&displs)
+            .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
+            .collect()
     }
 }
 

@@ -7,7 +7,7 @@ fn modules_import_only_downwards() {
         &src,
         &[
             &["codec", "launch"],
-            &["protocol", "output"],
+            &["protocol", "output", "stdio"],
             &["world"],
             &["transport"],
             &["job"],

@@ -6,8 +6,11 @@
 //! entries, so a filter can carry inherited state down the tree, ignore
 //! rules, say; then [`decide`](EntryFilter::decide) per entry), what it is
 //! shown ([`DirInfo`], [`RawEntry`]) and what it answers ([`Decision`],
-//! [`FilterState`]). Relies on `meta` for [`FileType`] only: filters are
-//! written against this contract, never against the reader.
+//! [`FilterState`]); and, for a walk shared by several processes (MPI
+//! ranks), how a directory's state travels with a subdirectory handed to
+//! another process ([`Handover`], [`EntryFilter::export_state`],
+//! [`EntryFilter::import_state`]). Relies on `meta` for [`FileType`] only:
+//! filters are written against this contract, never against the reader.
 
 use std::any::Any;
 use std::os::fd::BorrowedFd;
@@ -17,6 +20,9 @@ use crate::meta::FileType;
 
 /// State a filter attaches to a directory; its children's directories see it as `parent`.
 pub type FilterState = Arc<dyn Any + Send + Sync>;
+
+/// Why a filter could not rebuild a state another process exported.
+pub type ImportError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A directory the walk has just opened.
 pub struct DirInfo<'a> {
@@ -78,8 +84,41 @@ impl Decision {
     };
 }
 
+/// A subdirectory handed to another process of the walk (an MPI rank), as
+/// [`EntryFilter::export_state`] and [`EntryFilter::import_state`] see it.
+/// The state that travels is its parent's: the state the subdirectory's
+/// own `enter` is given as `parent` when the other process reads it.
+#[derive(Clone, Copy, Debug)]
+pub struct Handover<'a> {
+    /// The parent's path as the walk spells it: the root as given, then
+    /// `/name` per level.
+    pub parent_path: &'a [u8],
+    /// The parent's depth (a root is 0).
+    pub parent_depth: usize,
+    /// The subdirectory's name in its parent.
+    pub name: &'a [u8],
+    /// Which of the walk's roots it lies under (every process of a walk
+    /// has the same roots, in the same order)…
+    pub root: usize,
+    /// …and that root's path as given.
+    pub root_path: &'a [u8],
+    /// Whether the walk follows symbolic links.
+    pub follow_links: bool,
+}
+
 /// A per-entry filter with per-directory state. Both calls happen on the
 /// thread that reads the directory, before entries are batched.
+///
+/// # Across processes
+///
+/// A walk shared by several processes (MPI ranks, see the crate's `mpi`
+/// feature) hands pending directories from one to another. A directory
+/// whose parent has filter state goes only if the filter can describe
+/// that state in bytes ([`export_state`](Self::export_state)) and rebuild
+/// it on the other side ([`import_state`](Self::import_state)); by
+/// default it cannot, and such directories stay in the process that found
+/// them (always correct, only less evenly shared). Both sides build their
+/// filter the same way; each rebuilds states with its own.
 pub trait EntryFilter: Send + Sync {
     /// Called once for each directory as it is opened, before its entries.
     /// Returns the state its entries are judged with (and its subdirectories inherit).
@@ -94,5 +133,32 @@ pub trait EntryFilter: Send + Sync {
     /// and directory.
     fn probe_names(&self) -> &[Vec<u8>] {
         &[]
+    }
+
+    /// Describe `state`, the state of the parent of the subdirectory in
+    /// `handover`, for [`import_state`](Self::import_state) in another
+    /// process; `None` (the default) when it cannot travel, and the
+    /// subdirectory then stays here. Called on whichever thread gives
+    /// work away (possibly not a walking thread); it must not block.
+    ///
+    /// A state that depends only on the tree (ignore rules) can be
+    /// rebuilt from the path alone, and exports next to nothing; one that
+    /// gathers results (a du total) can register itself under an id here
+    /// and export the id, so that the importing side's state reports back
+    /// to it.
+    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+        let _ = (state, handover);
+        None
+    }
+
+    /// Rebuild, in this process, the parent state another process's
+    /// [`export_state`](Self::export_state) described as `bytes`, for the
+    /// subdirectory in `handover`. Called on a walking thread before the
+    /// subdirectory is read; it may read the file system. The bytes come
+    /// from another process: check them, and say what is wrong rather than
+    /// panic. The default refuses (it never exports).
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        let _ = (bytes, handover);
+        Err("this filter's state cannot be rebuilt in another process".into())
     }
 }

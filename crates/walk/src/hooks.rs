@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 
 /// A predicate over raw entries, shared by every thread of a walk.
 pub(crate) type EntryPredicate = dyn Fn(&RawEntry<'_>) -> bool + Send + Sync;
@@ -96,5 +96,54 @@ impl EntryFilter for Chain {
             emit: first.emit && second.emit,
             descend: first.descend && second.descend,
         }
+    }
+
+    /// Both filters' states, each as `0` (none) or `1`, a little-endian
+    /// `u32` length and its bytes; `None` if either cannot travel.
+    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+        let state = state.downcast_ref::<ChainState>()?;
+        let mut out = Vec::new();
+        for (filter, part) in [(&self.first, &state.first), (&self.second, &state.second)] {
+            match part {
+                None => out.push(0),
+                Some(part) => {
+                    let bytes = filter.export_state(part, handover)?;
+                    out.push(1);
+                    out.extend_from_slice(&u32::try_from(bytes.len()).ok()?.to_le_bytes());
+                    out.extend_from_slice(&bytes);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        let mut rest = bytes;
+        let mut part = |filter: &Arc<dyn EntryFilter>| -> Result<Option<FilterState>, ImportError> {
+            let (&tag, tail) = rest.split_first().ok_or("a chained filter state cut short")?;
+            rest = tail;
+            match tag {
+                0 => Ok(None),
+                1 => {
+                    let len: [u8; 4] = rest
+                        .get(..4)
+                        .and_then(|l| l.try_into().ok())
+                        .ok_or("a chained filter state cut short")?;
+                    let len = u32::from_le_bytes(len) as usize;
+                    let own = rest
+                        .get(4..4 + len)
+                        .ok_or("a chained filter state longer than its message")?;
+                    rest = &rest[4 + len..];
+                    filter.import_state(own, handover).map(Some)
+                }
+                _ => Err("a chained filter state neither absent nor present".into()),
+            }
+        };
+        let first = part(&self.first)?;
+        let second = part(&self.second)?;
+        if !rest.is_empty() {
+            return Err("trailing bytes after a chained filter state".into());
+        }
+        Ok(Arc::new(ChainState { first, second }))
     }
 }

@@ -41,6 +41,7 @@
 //! ```
 
 mod files;
+mod handover;
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -55,7 +56,7 @@ use ignore::Match;
 use rustix::fs::{Mode, OFlags};
 
 use self::files::{exists_at, rules_from, Lookup};
-use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 
 /// Configures an [`IgnoreFilter`]. Every source is on by default except
 /// custom file names, explicit files, overrides and `ignore_contain`.
@@ -195,6 +196,7 @@ impl IgnoreBuilder {
             probes,
             global,
             roots: HashMap::new(),
+            rebuilt: handover::Rebuilt::default(),
         };
         for root in roots {
             let path = root.as_ref();
@@ -259,6 +261,8 @@ pub struct IgnoreFilter {
     global: Gitignore,
     /// Per root path: the chain of the directories above it.
     roots: HashMap<Vec<u8>, Option<Arc<Level>>>,
+    /// States of directories handed over by another process, rebuilt here.
+    rebuilt: handover::Rebuilt,
 }
 
 impl IgnoreFilter {
@@ -498,6 +502,19 @@ impl EntryFilter for IgnoreFilter {
             return Decision::SKIP;
         }
         Decision::KEEP
+    }
+
+    /// A state depends only on the tree: another process rebuilds it from
+    /// the path (see `handover`).
+    fn export_state(&self, state: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
+        state.is::<Level>().then(|| handover::EXPORTED.to_vec())
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        if bytes != handover::EXPORTED {
+            return Err("not an ignore filter's state".into());
+        }
+        self.rebuild(handover)
     }
 }
 

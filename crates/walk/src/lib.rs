@@ -101,7 +101,8 @@
 //! 6. who reads what next: `schedule` (the serial orders, the thread pool,
 //!    and the seam where a scheduler spanning processes plugs in);
 //! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
-//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]).
+//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), and with the
+//!    feature `mpi`, `ranks` (one walk over the ranks of an MPI job).
 
 mod budget;
 mod builder;
@@ -110,6 +111,8 @@ mod dirent;
 pub mod entry;
 pub mod error;
 pub mod filter;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hooks;
 pub mod ignore;
 mod io;
@@ -117,6 +120,8 @@ mod iter;
 pub mod meta;
 mod mounts;
 mod open;
+#[cfg(feature = "mpi")]
+pub mod ranks;
 mod read;
 mod schedule;
 mod settings;
@@ -126,7 +131,7 @@ mod visit;
 pub use builder::{cores, WalkBuilder, MAX_THREADS};
 pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
-pub use filter::{Decision, DirInfo, EntryFilter, FilterState, RawEntry};
+pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use settings::{Order, Sort};

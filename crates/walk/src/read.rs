@@ -48,6 +48,9 @@ pub(crate) enum Job {
     /// The rest of a directory being read, from one position to another
     /// (see `crate::split`), with a descriptor of its own.
     Part(Box<Part>),
+    /// A directory that cannot be read, with why: one handed over by
+    /// another process whose filter state could not be rebuilt here.
+    Failed(Box<Error>),
 }
 
 impl Job {
@@ -147,6 +150,7 @@ impl Reader {
         match job {
             Job::Open(pending) => self.read_dir(shared, pending, visitor, jobs, share),
             Job::Part(part) => self.read_part(shared, *part, visitor, jobs),
+            Job::Failed(error) => visitor.error(*error),
         }
     }
 

@@ -29,14 +29,16 @@
 //! (a module beside `pool`), which gives pending directories away
 //! (`Pool::give_away`, oldest first) and adds the ones it receives
 //! (`Pool::take_in`) as `handoff::Handoff`s: a pending directory as plain
-//! data, rebuilt into a job in the other process. It adds its case to
-//! [`run`]; neither the reader nor the builder changes. `seam_tests` drives
-//! two pools through this seam.
+//! data, rebuilt into a job in the other process. `ranks` (feature `mpi`)
+//! is that scheduler: one walk over the ranks of an MPI job. `seam_tests`
+//! drives two pools through this seam in one process.
 
 mod growth;
-mod handoff;
+pub(crate) mod handoff;
 mod place;
 mod pool;
+#[cfg(feature = "mpi")]
+pub(crate) mod ranks;
 #[cfg(test)]
 mod seam_tests;
 mod serial;

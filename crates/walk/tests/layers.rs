@@ -28,7 +28,7 @@ fn modules_import_only_downwards() {
             // The public face.
             &["hooks", "ignore"],
             &["builder"],
-            &["iter"],
+            &["iter", "ranks", "fuzzing"],
         ],
     );
 }

@@ -2,6 +2,7 @@
 //! scheduler and the reader read, and each thread's visitor wrapped.
 
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use super::WalkBuilder;
@@ -23,16 +24,53 @@ impl WalkBuilder {
         M: Fn() -> V + Sync,
         D: FnMut(V),
     {
-        let shared = self.resolve();
-        let shared = &shared;
-        let guard = || Guard {
+        let shared = self.resolve(None);
+        crate::schedule::run(&shared, self.guarded(&shared, &make), |guard| {
+            done(guard.into_visitor())
+        });
+    }
+
+    /// Run the walk as one rank of an MPI job (feature `mpi`): every rank
+    /// calls it with the same options and roots, each with its own
+    /// `ranks::Ranks` and the job's handle, and they share the walk's
+    /// directories (see the module `ranks`). Returns when the job
+    /// is over, or stopped (a visitor's [`Flow::Stop`] here stops every
+    /// rank). Visitors get only the entries this rank reads. The order is
+    /// [`Order::Parallel`] whatever was asked for, with a pool of workers
+    /// even for one thread (which adds workers while reads wait, up to the
+    /// I/O depth, as a pool of several does).
+    #[cfg(feature = "mpi")]
+    pub fn visit_ranks<V, M, D>(
+        &self,
+        ranks: &crate::schedule::ranks::Ranks,
+        handle: &fnd_mpi::Handle,
+        make: M,
+        mut done: D,
+    ) where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        let mut shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
+        // Always a pool here, which may grow while reads wait, even from
+        // one thread (a rank bound to one core on a parallel file system).
+        shared.settings.io_depth = shared.settings.threads.max(self.cfg.settings.io_depth);
+        ranks.run(&shared, handle, self.guarded(&shared, &make), |guard| {
+            done(guard.into_visitor())
+        });
+    }
+
+    /// Each thread's visitor from `make`, wrapped (see [`Guard`]).
+    fn guarded<'a, V, M>(&'a self, shared: &'a Shared, make: &'a M) -> impl Fn() -> Guard<'a, V> + Sync + 'a
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+    {
+        move || Guard {
             visitor: Some(make()),
             shared,
             lenient: self.cfg.lenient,
-        };
-        crate::schedule::run(shared, guard, |mut guard| {
-            done(guard.visitor.take().expect("a visitor per guard"))
-        });
+        }
     }
 
     /// Run the walk, calling `f` for every entry and error on the thread
@@ -97,8 +135,9 @@ impl WalkBuilder {
     }
 
     /// The walk as the layers below see it: options resolved (thread count,
-    /// I/O depth, descriptor budget), every filter folded into one.
-    fn resolve(&self) -> Shared {
+    /// I/O depth, descriptor budget), every filter folded into one; `stop`
+    /// replaces the owner's stop flag.
+    pub(crate) fn resolve(&self, stop: Option<Arc<AtomicBool>>) -> Shared {
         let cfg = &self.cfg;
         let given = &cfg.settings;
         let threads = if given.order == Order::Parallel {
@@ -128,7 +167,7 @@ impl WalkBuilder {
         Shared::new(
             settings,
             roots,
-            cfg.stop.clone(),
+            stop.or_else(|| cfg.stop.clone()),
             Budget::new(cfg.max_open_fds, threads),
         )
     }
@@ -184,6 +223,12 @@ impl<V: Visitor> Visitor for Guard<'_, V> {
             .as_mut()
             .expect("visitor taken only at the end")
             .error(error)
+    }
+}
+
+impl<V> Guard<'_, V> {
+    fn into_visitor(mut self) -> V {
+        self.visitor.take().expect("a visitor per guard")
     }
 }
 

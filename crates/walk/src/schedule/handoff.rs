@@ -3,12 +3,16 @@
 //! In this process a pending directory is a name under an `Arc<Dir>` chain
 //! that may hold an open descriptor. Another process has neither: it gets
 //! what it needs to open the directory by path from the root it walks too
-//! and to judge it as this process would (`-x`, loops), and rebuilds a job
-//! from that.
+//! and to judge it as this process would (`-x`, loops, the filter's state
+//! of its parent), and rebuilds a job from that.
 
 use std::sync::Arc;
 
+use rustix::io::Errno;
+
 use crate::dir::{Dir, Pending};
+use crate::error::Error;
+use crate::filter::{FilterState, Handover};
 use crate::read::Job;
 use crate::settings::Shared;
 
@@ -39,22 +43,37 @@ pub(crate) struct Handoff {
     /// between the root and this one, the root's child first (`depth - 1`
     /// of them), for loop detection. Empty otherwise.
     pub(crate) ancestors: Vec<(u64, u64)>,
-    /// The parent directory's filter state, as the filter exports it: the
-    /// place for per-directory filter state (ignore rules, a du node) to
-    /// travel. Filters cannot export their state yet, so this is always
-    /// `None`, and directories whose parent has filter state are not given
-    /// away ([`Pool::give_away`](super::Pool::give_away) keeps them).
+    /// The parent directory's filter state, as the walk's filter exported
+    /// it (`EntryFilter::export_state`); `None` when the parent has none.
+    /// A directory whose parent's state the filter cannot export is not
+    /// handed over at all.
     pub(crate) filter_state: Option<Vec<u8>>,
 }
 
 impl Handoff {
     /// Describe `pending` for another process; give it back when it cannot
-    /// travel (its parent has filter state). `follow_links`: the walk's.
-    pub(crate) fn export(pending: Pending, follow_links: bool) -> Result<Handoff, Pending> {
+    /// travel (its parent has filter state the filter cannot export).
+    pub(crate) fn export(pending: Pending, shared: &Shared) -> Result<Handoff, Pending> {
+        let follow_links = shared.settings.follow_links;
         let parent = &pending.parent;
-        if parent.filter_state.is_some() {
-            return Err(pending);
-        }
+        let filter_state = match (&parent.filter_state, &shared.settings.filter) {
+            (None, _) => None,
+            (Some(state), Some(filter)) => {
+                let handover = Handover {
+                    parent_path: parent.path(),
+                    parent_depth: parent.child_depth - 1,
+                    name: &pending.name,
+                    root: parent.root,
+                    root_path: shared.root_path(parent.root),
+                    follow_links,
+                };
+                match filter.export_state(state, &handover) {
+                    Some(bytes) => Some(bytes),
+                    None => return Err(pending),
+                }
+            }
+            (Some(_), None) => return Err(pending),
+        };
         let root_dir = parent.root_dir();
         let mut ancestors = Vec::new();
         if follow_links && !parent.is_root_parent() {
@@ -69,30 +88,47 @@ impl Handoff {
             follow: pending.follow,
             root_id: (root_dir.dev, root_dir.ino),
             ancestors,
-            filter_state: None,
+            filter_state,
         })
     }
 
     /// The job that reads the directory in this process: its parent chain
-    /// rebuilt without descriptors, so it is opened by path from its root.
-    /// `None` when the description does not fit this walk (a root it does
-    /// not have, a path that does not lie under that root, a chain of the
-    /// wrong length): nothing from another process is trusted to be sound.
-    pub(crate) fn into_job(self, shared: &Shared) -> Option<Job> {
-        let root_path = shared.roots.get(self.root)?;
+    /// rebuilt without descriptors, so it is opened by path from its root,
+    /// and the parent's filter state imported. Refused, with why, when the
+    /// description does not fit this walk (a root it does not have, a path
+    /// that does not lie under that root, a chain of the wrong length,
+    /// filter state the filter does not take): nothing from another
+    /// process is trusted to be sound. A filter state that cannot be
+    /// rebuilt because the file system said no (the parent vanished since)
+    /// is the directory's error, reported as its reading would report it.
+    pub(crate) fn into_job(self, shared: &Shared) -> Result<Job, String> {
+        let root_path = shared.roots.get(self.root).ok_or("a root this walk does not have")?;
         if self.depth == 0 {
-            return (self.path == *root_path).then(|| Job::root(self.root, root_path));
+            if self.path != *root_path || self.filter_state.is_some() || !self.ancestors.is_empty() {
+                return Err("a root that is not this walk's".into());
+            }
+            return Ok(Job::root(self.root, root_path));
         }
         let (dev, ino) = self.root_id;
-        let root = Arc::new(Dir::new(root_path.clone(), 1, self.root, None, None, dev, ino, -1));
+        let mut root = Dir::new(root_path.clone(), 1, self.root, None, None, dev, ino, -1);
         let root_prefix_len = root.prefix.len();
-        let below = self.path.strip_prefix(&*root.prefix)?;
+        let not_under = "a directory that does not lie under its root";
+        let below = self.path.strip_prefix(&*root.prefix).ok_or(not_under)?;
         let names: Vec<&[u8]> = below.split(|&b| b == b'/').collect();
         if names.len() != self.depth || names.iter().any(|n| n.is_empty() || *n == b"." || *n == b"..") {
-            return None;
+            return Err(not_under.into());
         }
         if !self.ancestors.is_empty() && self.ancestors.len() != self.depth - 1 {
-            return None;
+            return Err("a chain of ancestors of the wrong length".into());
+        }
+        let name = names[self.depth - 1];
+        let state = match self.import_state(shared, name) {
+            Ok(state) => state,
+            Err(Refusal::Refused(why)) => return Err(why),
+            Err(Refusal::Failed(errno)) => return Ok(Job::Failed(Box::new(Error::io(&self.path, self.depth, errno)))),
+        };
+        if self.depth == 1 {
+            root.filter_state = state.clone();
         }
         // The directories between the root and this one: each one when
         // links are followed (loop detection looks at all of them), else
@@ -101,7 +137,7 @@ impl Handoff {
             let len = root_prefix_len + names[..level].iter().map(|n| n.len() + 1).sum::<usize>() - 1;
             self.path[..len].to_vec()
         };
-        let mut parent = root;
+        let mut parent = Arc::new(root);
         let levels: Vec<(usize, (u64, u64))> = if self.ancestors.is_empty() {
             (self.depth > 1)
                 .then_some((self.depth - 1, (0, 0)))
@@ -111,7 +147,7 @@ impl Handoff {
             (1..self.depth).zip(self.ancestors.iter().copied()).collect()
         };
         for (level, (dev, ino)) in levels {
-            let dir = Dir::new(
+            let mut dir = Dir::new(
                 path_to(level),
                 level + 1,
                 self.root,
@@ -121,9 +157,78 @@ impl Handoff {
                 ino,
                 -1,
             );
+            if level == self.depth - 1 {
+                dir.filter_state = state.clone();
+            }
             parent = Arc::new(dir);
         }
-        let name = names[self.depth - 1];
-        Some(Job::Open(Pending::child(parent, name, self.follow, false)))
+        Ok(Job::Open(Pending::child(parent, name, self.follow, false)))
+    }
+
+    /// The parent's filter state, rebuilt by the walk's filter.
+    fn import_state(&self, shared: &Shared, name: &[u8]) -> Result<Option<FilterState>, Refusal> {
+        let Some(bytes) = &self.filter_state else {
+            return Ok(None);
+        };
+        let filter = shared
+            .settings
+            .filter
+            .as_ref()
+            .ok_or_else(|| Refusal::Refused("filter state for a walk without a filter".into()))?;
+        let parent_len = self.path.len() - name.len() - 1;
+        let handover = Handover {
+            parent_path: &self.path[..parent_len],
+            parent_depth: self.depth - 1,
+            name,
+            root: self.root,
+            root_path: shared.root_path(self.root),
+            follow_links: shared.settings.follow_links,
+        };
+        match filter.import_state(bytes, &handover) {
+            Ok(state) => Ok(Some(state)),
+            Err(e) => match e.downcast::<Errno>() {
+                Ok(errno) => Err(Refusal::Failed(*errno)),
+                Err(e) => Err(Refusal::Refused(format!("its filter state: {e}"))),
+            },
+        }
+    }
+}
+
+/// Why a handoff does not become a job to read.
+enum Refusal {
+    /// It does not fit this walk.
+    Refused(String),
+    /// The file system refused what rebuilding its parent's state needed.
+    Failed(Errno),
+}
+
+/// The bytes of a handoff: `fnd_mpi::codec::PendingDir`'s encoding, the
+/// one every process of a walk speaks (checked field by field, fuzzed).
+impl Handoff {
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for the MPI scheduler
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        fnd_mpi::codec::PendingDir {
+            root: u32::try_from(self.root).expect("fewer than 2^32 roots"),
+            path: self.path.clone(),
+            depth: u32::try_from(self.depth).expect("a depth below 2^32"),
+            follow: self.follow,
+            root_id: self.root_id,
+            ancestors: self.ancestors.clone(),
+            filter_state: self.filter_state.clone(),
+        }
+        .encode()
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Handoff, fnd_mpi::codec::DecodeError> {
+        let d = fnd_mpi::codec::PendingDir::decode(bytes)?;
+        Ok(Handoff {
+            root: d.root as usize,
+            path: d.path,
+            depth: d.depth as usize,
+            follow: d.follow,
+            root_id: d.root_id,
+            ancestors: d.ancestors,
+            filter_state: d.filter_state,
+        })
     }
 }

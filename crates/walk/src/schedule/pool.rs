@@ -32,9 +32,10 @@ pub(crate) trait Remote: Sync {
     /// found none to read while others still read): the moment to answer
     /// the other side, giving pending directories away or taking in those
     /// received. Called once per directory: it must cost next to nothing
-    /// when there is nothing to do.
-    fn poll(&self, pool: &Pool<'_>) {
-        let _ = pool;
+    /// when there is nothing to do. `read` says which of the two it is: a
+    /// directory was just read here.
+    fn poll(&self, pool: &Pool<'_>, read: bool) {
+        let _ = (pool, read);
     }
 
     /// Nothing is pending in this pool (no directory queued or being read
@@ -46,6 +47,15 @@ pub(crate) trait Remote: Sync {
     /// again after a nap of at most a millisecond; directories taken in
     /// wake them sooner). Once true, true for good: the pool remembers it.
     fn idle(&self, pool: &Pool<'_>) -> bool;
+
+    /// Runs `workers`, the whole life of the pool's workers: a remote
+    /// that acts on the pool from threads of its own (an MPI rank's
+    /// transport, answering a steal while every worker is busy) may reach
+    /// it only within this call.
+    fn attend<T>(&self, pool: &Pool<'_>, workers: impl FnOnce() -> T) -> T {
+        let _ = pool;
+        workers()
+    }
 }
 
 /// No one else: the walk is over when nothing is pending here. The thread
@@ -122,22 +132,24 @@ where
     }
     let added = Mutex::new(Vec::new());
     let (pool, make, added_ref) = (&pool, &make, &added);
-    std::thread::scope(|scope| {
-        // Copied into each worker: it only holds references.
-        let grow = move || add_io_workers(scope, pool, remote, make, added_ref);
-        let mut workers = workers.into_iter().enumerate();
-        let (first_index, first) = workers.next().expect("at least one worker");
-        let handles: Vec<_> = workers
-            .map(|(me, local)| scope.spawn(move || work(pool, remote, local, me, make(), &grow)))
-            .collect();
-        // The calling thread is a worker too.
-        done(work(pool, remote, first, first_index, make(), &grow));
-        for h in handles {
-            match h.join() {
-                Ok(v) => done(v),
-                Err(panic) => std::panic::resume_unwind(panic),
+    remote.attend(pool, || {
+        std::thread::scope(|scope| {
+            // Copied into each worker: it only holds references.
+            let grow = move || add_io_workers(scope, pool, remote, make, added_ref);
+            let mut workers = workers.into_iter().enumerate();
+            let (first_index, first) = workers.next().expect("at least one worker");
+            let handles: Vec<_> = workers
+                .map(|(me, local)| scope.spawn(move || work(pool, remote, local, me, make(), &grow)))
+                .collect();
+            // The calling thread is a worker too.
+            done(work(pool, remote, first, first_index, make(), &grow));
+            for h in handles {
+                match h.join() {
+                    Ok(v) => done(v),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
             }
-        }
+        })
     });
     added
         .into_inner()
@@ -148,7 +160,7 @@ where
 
 impl Pool<'_> {
     /// Jobs queued or being read in this pool.
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
     pub(crate) fn pending(&self) -> usize {
         self.pending.load(Ordering::Acquire)
     }
@@ -157,10 +169,15 @@ impl Pool<'_> {
     /// elsewhere: the shared frontier's first, then each worker's oldest
     /// (the shallowest, whose subtrees are the largest), in turn. Parts of
     /// a directory being read stay (their descriptor cannot travel), and so
-    /// do directories whose parent has filter state until filters can
-    /// export it (see [`Handoff::filter_state`]). What is given is no
-    /// longer pending here: the remote answers for it until it is read.
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
+    /// do directories whose parent has filter state the filter cannot
+    /// export (see [`Handoff::filter_state`]). What is given is no longer
+    /// pending here: the remote answers for it until it is read.
+    ///
+    /// Any thread may call it, a worker or not (an MPI rank's transport
+    /// thread answering a steal while every worker is busy in a huge
+    /// directory): it only steals from the deques, as idle workers do, and
+    /// pushes back what cannot travel.
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
     pub(crate) fn give_away(&self, max: usize) -> Vec<Handoff> {
         let mut taken = Vec::new();
         while taken.len() < max {
@@ -181,18 +198,17 @@ impl Pool<'_> {
             }
             next = (next + 1) % workers;
         }
-        let follow_links = self.shared.settings.follow_links;
         let mut given = Vec::new();
         for job in taken {
             let kept = match job {
-                Job::Open(pending) => match Handoff::export(pending, follow_links) {
+                Job::Open(pending) => match Handoff::export(pending, self.shared) {
                     Ok(handoff) => {
                         given.push(handoff);
                         continue;
                     }
                     Err(pending) => Job::Open(pending),
                 },
-                part => part,
+                other => other,
             };
             self.injector.push(kept);
         }
@@ -203,18 +219,22 @@ impl Pool<'_> {
     }
 
     /// Add directories received from elsewhere; they are pending here from
-    /// now on, and idle workers wake up to read them. Returns how many were
-    /// refused as not of this walk (a root index it does not have, a path
-    /// that does not lie under its root, a chain of the wrong length).
-    #[cfg_attr(not(test), allow(dead_code))] // for remotes other than `Alone`
-    pub(crate) fn take_in(&self, handoffs: impl IntoIterator<Item = Handoff>) -> usize {
-        let mut refused = 0;
+    /// now on, and idle workers wake up to read them. Any thread may call
+    /// it. Returns why the first refused one was refused, if any was (not
+    /// of this walk: a root index it does not have, a path that does not
+    /// lie under its root, a chain of the wrong length, filter state the
+    /// filter does not take); the others are taken in all the same.
+    #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn take_in(&self, handoffs: impl IntoIterator<Item = Handoff>) -> Option<String> {
+        let mut refused = None;
         let jobs: Vec<Job> = handoffs
             .into_iter()
-            .filter_map(|h| {
-                let job = h.into_job(self.shared);
-                refused += usize::from(job.is_none());
-                job
+            .filter_map(|h| match h.into_job(self.shared) {
+                Ok(job) => Some(job),
+                Err(why) => {
+                    refused.get_or_insert(why);
+                    None
+                }
             })
             .collect();
         if !jobs.is_empty() {
@@ -223,6 +243,13 @@ impl Pool<'_> {
             self.notify(true);
         }
         refused
+    }
+
+    /// Wake the workers that nap, so that they look for directories (and
+    /// ask the remote) at once. Any thread may call it.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn wake(&self) {
+        self.notify(true);
     }
 
     fn notify(&self, all: bool) {
@@ -391,7 +418,7 @@ fn work<V: Visitor, R: Remote>(
                 if pool.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
                     pool.notify(true);
                 }
-                remote.poll(pool);
+                remote.poll(pool, true);
                 if waits_on_io {
                     grow();
                     if pool.io.active() >= pool.stealers.len() {
@@ -406,7 +433,7 @@ fn work<V: Visitor, R: Remote>(
                         break;
                     }
                 } else {
-                    remote.poll(pool);
+                    remote.poll(pool, false);
                 }
                 idle_spins += 1;
                 if idle_spins < 32 {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::handoff::Handoff;
 use super::pool::{self, Alone, Pool, Remote};
@@ -12,10 +12,11 @@ use super::root_jobs;
 use crate::budget::Budget;
 use crate::entry::Chunk;
 use crate::error::Error;
+use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 use crate::settings::{Order, Settings, Shared};
 use crate::visit::{Flow, Visitor};
 
-fn settings(threads: usize, follow_links: bool, shallow_first: bool) -> Settings {
+fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Option<Arc<dyn EntryFilter>>) -> Settings {
     Settings {
         order: Order::Parallel,
         threads,
@@ -29,21 +30,73 @@ fn settings(threads: usize, follow_links: bool, shallow_first: bool) -> Settings
         metadata: false,
         sort: None,
         chunk_size: 8,
-        filter: None,
+        filter,
     }
 }
 
 fn shared(roots: &[PathBuf], follow_links: bool, shallow_first: bool) -> Shared {
+    shared_with(roots, follow_links, shallow_first, None)
+}
+
+fn shared_with(
+    roots: &[PathBuf],
+    follow_links: bool,
+    shallow_first: bool,
+    filter: Option<Arc<dyn EntryFilter>>,
+) -> Shared {
     let roots = roots
         .iter()
         .map(|r| r.as_os_str().as_encoded_bytes().to_vec())
         .collect();
     Shared::new(
-        settings(2, follow_links, shallow_first),
+        settings(2, follow_links, shallow_first, filter),
         roots,
         None,
         Budget::new(None, 2),
     )
+}
+
+/// A filter whose verdicts hang on state inherited down the whole path:
+/// each directory's state is a running sum over the names of its
+/// ancestors, and an entry is yielded (and descended into) unless the sum
+/// with its own name is a multiple of 5. A state lost or garbled on the
+/// way to the other pool changes what is yielded.
+struct PathSum {
+    exports: bool,
+}
+
+fn name_sum(name: &[u8]) -> u64 {
+    name.iter().map(|&b| u64::from(b)).sum()
+}
+
+impl EntryFilter for PathSum {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+        let above = parent.and_then(|p| p.downcast_ref::<u64>()).copied().unwrap_or(0);
+        let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
+        Some(Arc::new(above * 3 + name_sum(name)))
+    }
+
+    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        let sum = state
+            .and_then(|s| s.downcast_ref::<u64>())
+            .copied()
+            .expect("a state for every directory");
+        if (sum + name_sum(entry.name)).is_multiple_of(5) {
+            Decision::SKIP
+        } else {
+            Decision::KEEP
+        }
+    }
+
+    fn export_state(&self, state: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
+        let sum = state.downcast_ref::<u64>()?;
+        self.exports.then(|| sum.to_le_bytes().to_vec())
+    }
+
+    fn import_state(&self, bytes: &[u8], _: &Handover<'_>) -> Result<FilterState, ImportError> {
+        let sum: [u8; 8] = bytes.try_into().map_err(|_| "not a sum")?;
+        Ok(Arc::new(u64::from_le_bytes(sum)))
+    }
 }
 
 /// Every path a walk yields and every error's path, with how many times.
@@ -80,42 +133,6 @@ impl Seen {
     }
 }
 
-/// A handoff as bytes: integers in native order, then the path.
-fn encode(h: &Handoff) -> Vec<u8> {
-    assert!(h.filter_state.is_none());
-    let mut out = Vec::new();
-    let mut int = |n: u64| out.extend_from_slice(&n.to_ne_bytes());
-    int(h.root as u64);
-    int(h.depth as u64);
-    int(u64::from(h.follow));
-    int(h.root_id.0);
-    int(h.root_id.1);
-    int(h.ancestors.len() as u64);
-    for &(dev, ino) in &h.ancestors {
-        int(dev);
-        int(ino);
-    }
-    out.extend_from_slice(&h.path);
-    out
-}
-
-fn decode(bytes: &[u8]) -> Handoff {
-    let mut ints = bytes.chunks_exact(8).map(|b| u64::from_ne_bytes(b.try_into().unwrap()));
-    let mut int = || ints.next().unwrap();
-    let (root, depth, follow, root_id) = (int() as usize, int() as usize, int() == 1, (int(), int()));
-    let ancestors = (0..int()).map(|_| (int(), int())).collect::<Vec<_>>();
-    let path = bytes[8 * (6 + 2 * ancestors.len())..].to_vec();
-    Handoff {
-        root,
-        path,
-        depth,
-        follow,
-        root_id,
-        ancestors,
-        filter_state: None,
-    }
-}
-
 /// Two pools' go-between: a mailbox each, whether each is idle, and a
 /// distributed end: both idle with nothing in the mail. Giving away and
 /// taking in happen under its lock, so no directory is ever in neither
@@ -131,8 +148,8 @@ struct State {
     idle: [bool; 2],
     /// Directories handed over in all, and by each side.
     handed: [usize; 2],
-    /// Handoffs a pool refused.
-    refused: usize,
+    /// Why a pool refused handoffs.
+    refused: Vec<String>,
 }
 
 /// One pool's side of the exchange.
@@ -148,15 +165,17 @@ impl Side<'_> {
         let mail = std::mem::take(&mut state.mailbox[self.me]);
         if !mail.is_empty() {
             // Through the bytes another process would receive: plain data, no pointer.
-            let mail: Vec<Handoff> = mail.iter().map(|h| decode(&encode(h))).collect();
+            let mail: Vec<Handoff> = mail.iter().map(|h| Handoff::decode(&h.encode()).unwrap()).collect();
             state.idle[self.me] = false;
-            state.refused += pool.take_in(mail);
+            if let Some(why) = pool.take_in(mail) {
+                state.refused.push(why);
+            }
         }
     }
 }
 
 impl Remote for Side<'_> {
-    fn poll(&self, pool: &Pool<'_>) {
+    fn poll(&self, pool: &Pool<'_>, _: bool) {
         let mut state = self.exchange.state.lock().unwrap();
         self.collect_mail(&mut state, pool);
         let other = 1 - self.me;
@@ -201,7 +220,11 @@ fn make_tree(base: &Path) -> Vec<PathBuf> {
 
 /// The walk of `roots` by one pool alone: what the pair must match.
 fn alone(roots: &[PathBuf], follow_links: bool) -> Seen {
-    let shared = shared(roots, follow_links, false);
+    alone_with(roots, follow_links, None)
+}
+
+fn alone_with(roots: &[PathBuf], follow_links: bool, filter: Option<Arc<dyn EntryFilter>>) -> Seen {
+    let shared = shared_with(roots, follow_links, false, filter);
     let mut seen = Seen::default();
     pool::run(&shared, root_jobs(&shared).collect(), &Alone, Seen::default, |s| {
         seen.add(s)
@@ -212,6 +235,17 @@ fn alone(roots: &[PathBuf], follow_links: bool) -> Seen {
 /// The same walk by two pools; returns what they saw and how many
 /// directories each handed to the other.
 fn pair(roots: &[PathBuf], follow_links: bool, shallow_first: bool, batch: usize) -> (Seen, [usize; 2]) {
+    pair_with(roots, follow_links, shallow_first, batch, || None)
+}
+
+/// [`pair`] with a filter made for each pool, as each process makes its own.
+fn pair_with(
+    roots: &[PathBuf],
+    follow_links: bool,
+    shallow_first: bool,
+    batch: usize,
+    filter: impl Fn() -> Option<Arc<dyn EntryFilter>>,
+) -> (Seen, [usize; 2]) {
     // The second pool starts with nothing: idle, and wanting work.
     let exchange = Exchange {
         state: Mutex::new(State {
@@ -224,7 +258,7 @@ fn pair(roots: &[PathBuf], follow_links: bool, shallow_first: bool, batch: usize
         exchange: &exchange,
         batch,
     });
-    let walks = [0, 1].map(|_| shared(roots, follow_links, shallow_first));
+    let walks = [0, 1].map(|_| shared_with(roots, follow_links, shallow_first, filter()));
     let seen = Mutex::new(Seen::default());
     std::thread::scope(|scope| {
         for (me, (side, walk)) in sides.iter().zip(&walks).enumerate() {
@@ -237,7 +271,7 @@ fn pair(roots: &[PathBuf], follow_links: bool, shallow_first: bool, batch: usize
         }
     });
     let state = exchange.state.into_inner().unwrap();
-    assert_eq!(state.refused, 0, "a pool refused a handoff");
+    assert!(state.refused.is_empty(), "a pool refused handoffs: {:?}", state.refused);
     assert!(state.mailbox.iter().all(Vec::is_empty), "mail left unread");
     (seen.into_inner().unwrap(), state.handed)
 }
@@ -291,7 +325,7 @@ fn a_handoff_that_does_not_fit_the_walk_is_refused() {
         ancestors: vec![(3, 4)],
         filter_state: None,
     };
-    let Some(crate::read::Job::Open(pending)) = good.clone().into_job(&walk) else {
+    let Ok(crate::read::Job::Open(pending)) = good.clone().into_job(&walk) else {
         panic!("a sound handoff is refused");
     };
     assert_eq!(pending.path(), good.path);
@@ -302,7 +336,7 @@ fn a_handoff_that_does_not_fit_the_walk_is_refused() {
     assert_eq!(parent.root_dir().path(), &root[..]);
     assert_eq!((parent.root_dir().dev, parent.root_dir().ino), (1, 2));
     // Exported again, it says the same.
-    assert_eq!(Handoff::export(pending, true).ok(), Some(good.clone()));
+    assert_eq!(Handoff::export(pending, &walk).ok(), Some(good.clone()));
 
     let bad = [
         Handoff {
@@ -340,6 +374,63 @@ fn a_handoff_that_does_not_fit_the_walk_is_refused() {
         },
     ];
     for handoff in bad {
-        assert!(handoff.clone().into_job(&walk).is_none(), "{handoff:?} accepted");
+        assert!(handoff.clone().into_job(&walk).is_err(), "{handoff:?} accepted");
     }
+}
+
+#[test]
+fn filter_state_travels_with_the_directories_handed_over() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roots = make_tree(tmp.path());
+    let filter = |exports| move || Some(Arc::new(PathSum { exports }) as Arc<dyn EntryFilter>);
+    let expected = alone_with(&roots, false, filter(true)());
+    assert!(
+        expected.entries.len() < alone(&roots, false).entries.len(),
+        "the filter skips nothing"
+    );
+    let mut handed_below_roots = 0;
+    for batch in [1, 4, 64] {
+        let (seen, handed) = pair_with(&roots, false, false, batch, filter(true));
+        assert_eq!(seen.entries, expected.entries, "batch {batch}");
+        handed_below_roots += handed.iter().sum::<usize>().saturating_sub(roots.len());
+    }
+    assert!(handed_below_roots > 0, "no directory below a root was handed over");
+    // A filter that cannot export its state keeps every directory below
+    // the roots where it was found: still every entry once.
+    let (seen, handed) = pair_with(&roots, false, false, 4, filter(false));
+    assert_eq!(seen.entries, expected.entries);
+    assert!(handed.iter().sum::<usize>() <= roots.len(), "{handed:?}");
+}
+
+#[test]
+fn a_filter_state_that_does_not_decode_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let roots = make_tree(tmp.path());
+    let walk = shared_with(&roots, false, false, Some(Arc::new(PathSum { exports: true })));
+    let root = roots[0].as_os_str().as_encoded_bytes().to_vec();
+    let handoff = |filter_state: Option<Vec<u8>>| Handoff {
+        root: 0,
+        path: [&root[..], b"/a3/b2"].concat(),
+        depth: 2,
+        follow: false,
+        root_id: (1, 2),
+        ancestors: Vec::new(),
+        filter_state,
+    };
+    let Ok(crate::read::Job::Open(pending)) = handoff(Some(7u64.to_le_bytes().to_vec())).into_job(&walk) else {
+        panic!("a sound handoff is refused");
+    };
+    let state = pending
+        .parent
+        .filter_state
+        .as_ref()
+        .and_then(|s| s.downcast_ref::<u64>());
+    assert_eq!(state, Some(&7), "the parent's state was not imported");
+    let why = handoff(Some(b"short".to_vec())).into_job(&walk).err().unwrap();
+    assert!(why.contains("not a sum"), "{why}");
+    let plain = shared(&roots, false, false);
+    assert!(
+        handoff(Some(Vec::new())).into_job(&plain).is_err(),
+        "state for a walk without a filter"
+    );
 }

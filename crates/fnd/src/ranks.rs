@@ -1,0 +1,302 @@
+//! `fnd` as one MPI job (feature `mpi`): `mpirun -n N fnd [options]`
+//! prints what `fnd [options]` prints, each rank walking part of the tree.
+//!
+//! 1. Every rank parses the same command line before MPI starts, so a bad
+//!    option, `--help` or a refused combination never starts it: rank 0
+//!    speaks, every rank exits (rank 0 with fd's status, the others 0).
+//! 2. Rank 0 writes to the launcher's own stdout and stderr when it can
+//!    (`fnd_mpi::stdio`), and decides for everyone how output looks
+//!    (a terminal or not, `NO_COLOR`, `LS_COLORS`, the host of hyperlinks).
+//! 3. Every rank resolves its options; they agree that all succeeded and
+//!    that all see the same search paths, or the first that failed says
+//!    why (once) and the job ends with status 1.
+//! 4. The walk is shared (`fnd_walk::ranks`); each rank sends its results
+//!    and commands' output to rank 0 in chunks of whole records
+//!    (`crate::forward`), and its error messages to rank 0's stderr.
+//! 5. Each rank hands rank 0 its result (whether it found anything,
+//!    whether its commands succeeded, its counts); rank 0 exits as fd
+//!    would have, the others with 0, so that `mpirun` exits with fd's
+//!    status (it takes the first non-zero one). `FND_MPI_STATS=1` prints
+//!    each rank's counts on rank 0's stderr.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use fnd_mpi::codec::{Reader, Writer as Encoder};
+use fnd_mpi::launch::Launched;
+use fnd_mpi::{Handle, Job, Stream, Tuning, World};
+use fnd_output::Writer;
+use fnd_walk::ranks::{RankCounts, Ranks};
+use fnd_walk::{Visitor, WalkBuilder};
+
+use crate::cli::{Cli, OrderArg};
+use crate::config::{Config, OutputEnv};
+use crate::error::{print_error, report_errors, Outcome, Report};
+use crate::forward::{Rank0Out, RankOutput};
+use crate::results::Sink;
+use crate::search::{self, Walker};
+
+/// Status of a command line refused under MPI.
+const REFUSED: u8 = 2;
+
+/// The whole command as one rank of `launched`'s tasks.
+pub fn run(launched: Launched) -> ExitCode {
+    let speaks = launched.speaks();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if speaks => e.exit(),
+        Err(_) => return ExitCode::SUCCESS,
+    };
+    if cli.gen_completions.is_some() || cli.gen_man {
+        return crate::generate::requested(&cli)
+            .filter(|_| speaks)
+            .unwrap_or(ExitCode::SUCCESS);
+    }
+    if let Some(why) = refusal(&cli) {
+        if speaks {
+            print_error(format_args!("{why} (this job has {} ranks)", launched.tasks));
+            return ExitCode::from(REFUSED);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let adopted = if speaks {
+        fnd_mpi::stdio::adopt_launcher_output()
+    } else {
+        Default::default()
+    };
+    let world = World::init("fnd").unwrap_or_else(|e| e.exit());
+    let rank = world.rank();
+    let code = run_job(&world, &cli, adopted);
+    drop(world);
+    if rank == 0 {
+        ExitCode::from(code)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// Why the command line cannot run as several ranks, if it cannot.
+fn refusal(cli: &Cli) -> Option<&'static str> {
+    if cli.sort.is_some() {
+        return Some("--sort needs a single process: the ranks of an MPI job find entries in no common order");
+    }
+    if cli.order != OrderArg::Parallel {
+        return Some("--order bfs and dfs need a single process: the ranks of an MPI job read in no common order");
+    }
+    // --max-results and -1 with a command (-x, -X, -l), which would need
+    // results counted across ranks before they run, are refused by the
+    // option parser already, as in fd.
+    None
+}
+
+/// Rank 0's decisions about output, for every rank.
+fn output_env(world: &World, adopted: fnd_mpi::stdio::Adopted) -> (OutputEnv, bool) {
+    let mut mine = Vec::new();
+    if world.rank() == 0 {
+        let env = OutputEnv {
+            stdout_is_terminal: fnd_mpi::stdio::is_terminal(rustix::stdio::stdout(), adopted.stdout),
+            ..OutputEnv::here()
+        };
+        let stderr_is_terminal = fnd_mpi::stdio::is_terminal(rustix::stdio::stderr(), adopted.stderr);
+        mine.push(u8::from(stderr_is_terminal));
+        mine.extend_from_slice(&env.encode());
+    }
+    let bytes = world.broadcast(&mine);
+    let env = bytes.get(1..).and_then(OutputEnv::decode);
+    let env = env.unwrap_or_else(|| fnd_mpi::world::fatal("rank 0's output settings do not decode"));
+    (env, bytes[0] == 1)
+}
+
+/// Every rank's options resolved, and the same search paths everywhere;
+/// or why not, said once. `Err` holds rank 0's exit status.
+fn agree(world: &World, config: Result<Config, String>, stderr_is_terminal: bool) -> Result<Config, u8> {
+    let mut mine = Encoder::new();
+    match &config {
+        Ok(config) => {
+            mine.u8(0).u32(config.search.roots.len() as u32);
+            for root in &config.search.roots {
+                mine.bytes(root.as_os_str().as_encoded_bytes());
+            }
+        }
+        Err(msg) => {
+            mine.u8(1).bytes(msg.as_bytes());
+        }
+    };
+    let all = world.all_gather(&mine.finish());
+    let first_failed = all.iter().position(|r| r.first() != Some(&0));
+    if let Some(failed) = first_failed {
+        // The first rank that failed says why (rank 0's message, usually;
+        // another rank's when only it could not resolve its options).
+        if failed == world.rank() {
+            if let Err(msg) = &config {
+                report_errors(None, Some(stderr_is_terminal));
+                match failed {
+                    0 => print_error(msg),
+                    rank => print_error(format_args!("{msg} (on rank {rank} of this MPI job)")),
+                }
+            }
+        }
+        return Err(Outcome::Error.code());
+    }
+    if let Some(other) = all.iter().position(|r| *r != all[0]) {
+        if world.rank() == 0 {
+            print_error(format_args!(
+                "rank {other} of this MPI job sees other search paths than rank 0: every rank must see the same tree"
+            ));
+        }
+        return Err(Outcome::Error.code());
+    }
+    config.map_err(|_| Outcome::Error.code())
+}
+
+/// What one rank hands rank 0 at the end.
+struct RankResult {
+    found: bool,
+    commands_ok: bool,
+    counts: RankCounts,
+}
+
+impl RankResult {
+    fn encode(&self) -> Vec<u8> {
+        Encoder::new()
+            .u8(u8::from(self.found) | u8::from(self.commands_ok) << 1)
+            .u64(self.counts.dirs_read)
+            .u64(self.counts.dirs_received)
+            .u64(self.counts.dirs_given)
+            .finish()
+    }
+
+    fn decode(bytes: &[u8]) -> Option<RankResult> {
+        let mut r = Reader::new(bytes);
+        let flags = r.u8().ok()?;
+        let counts = RankCounts {
+            dirs_read: r.u64().ok()?,
+            dirs_received: r.u64().ok()?,
+            dirs_given: r.u64().ok()?,
+        };
+        r.end().ok()?;
+        Some(RankResult {
+            found: flags & 1 != 0,
+            commands_ok: flags & 2 != 0,
+            counts,
+        })
+    }
+}
+
+/// The walk shared with the other ranks.
+struct OnRanks<'a> {
+    ranks: &'a Ranks,
+    handle: &'a Handle,
+}
+
+impl Walker for OnRanks<'_> {
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        builder.visit_ranks(self.ranks, self.handle, make, done);
+    }
+}
+
+/// Steps 2 to 5 of the module doc; rank 0's exit status.
+fn run_job(world: &World, cli: &Cli, adopted: fnd_mpi::stdio::Adopted) -> u8 {
+    let rank = world.rank();
+    let (env, stderr_is_terminal) = output_env(world, adopted);
+    // Until the job runs, only rank 0 speaks.
+    let quiet: Report = Arc::new(|_| {});
+    report_errors((rank != 0).then(|| quiet.clone()), Some(stderr_is_terminal));
+    let config = match agree(world, Config::new_in(cli, &env), stderr_is_terminal) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let mut search = config.search;
+    // Results stream at once (fd's first 100 ms sorted is one process's),
+    // and with --max-results each chunk goes to rank 0 to be counted.
+    search.hold_early = None;
+    search.flush_each_chunk = search.max_results.is_some();
+    let framed = search
+        .max_results
+        .filter(|_| matches!(config.output, crate::results::Output::Print(_)));
+    let ranks = Ranks::new(rank == 0 && !search.walked_roots().is_empty());
+    if let Some(pause) = std::env::var("FND_MPI_TEST_PAUSE_US").ok().and_then(|v| v.parse().ok()) {
+        ranks.pause_after_each_directory(Duration::from_micros(pause));
+    }
+    let here = (rank == 0).then(|| Arc::new(Rank0Out::new(Writer::stdout(), framed)));
+    let sink = here.clone().map(|h| h as Arc<dyn fnd_mpi::Sink>);
+    let job = Job::start(world, ranks.local(), Tuning::default(), sink);
+    let handle = job.handle();
+    if rank != 0 {
+        let to_rank_0 = handle.clone();
+        report_errors(
+            Some(Arc::new(move |text: &[u8]| {
+                to_rank_0.output(Stream::Stderr, text.to_vec())
+            })),
+            Some(stderr_is_terminal),
+        );
+    }
+    let sink = Sink::ranked(
+        config.output,
+        RankOutput::new(handle.clone(), here.clone(), framed.is_some()),
+    );
+    let walker = OnRanks {
+        ranks: &ranks,
+        handle: &handle,
+    };
+    let outcome = search::run_on(search, || sink.writer(), &walker);
+    let commands_ok = sink.finish();
+    // From here on nothing may reach the job's output.
+    report_errors((rank != 0).then_some(quiet), Some(stderr_is_terminal));
+    let result = RankResult {
+        found: outcome == Outcome::HasResults(true),
+        commands_ok,
+        counts: ranks.counts(),
+    };
+    let end = job.finish(result.encode());
+    let Some(results) = end.results else {
+        return 0;
+    };
+    let results: Vec<RankResult> = results
+        .iter()
+        .enumerate()
+        .map(|(r, bytes)| {
+            RankResult::decode(bytes)
+                .unwrap_or_else(|| fnd_mpi::world::fatal(format!("rank {r}'s result does not decode")))
+        })
+        .collect();
+    if std::env::var_os("FND_MPI_STATS").is_some() {
+        print_stats(&results);
+    }
+    let here = here.expect("rank 0's output");
+    if let Some(errno) = here.failure() {
+        print_error(format_args!(
+            "Could not write to output: {}",
+            std::io::Error::from(errno)
+        ));
+        return Outcome::Error.code();
+    }
+    if here.is_broken() || !results.iter().all(|r| r.commands_ok) {
+        return Outcome::Error.code();
+    }
+    if cli.quiet {
+        return Outcome::HasResults(results.iter().any(|r| r.found)).code();
+    }
+    Outcome::Success.code()
+}
+
+/// One line per rank on stderr: what it read, received and gave.
+fn print_stats(results: &[RankResult]) {
+    let mut text = String::new();
+    for (rank, r) in results.iter().enumerate() {
+        let c = r.counts;
+        text.push_str(&format!(
+            "fnd-mpi: rank {rank}: {} directories read, {} received, {} given\n",
+            c.dirs_read, c.dirs_received, c.dirs_given
+        ));
+    }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}

@@ -1,0 +1,24 @@
+//! One walk over many nodes (feature `mpi`): the ranks of an MPI job
+//! share a walk's directories, each rank walking with its own threads and
+//! I/O depth.
+//!
+//! Rank 0 starts with the roots; an idle rank steals pending directories
+//! from a random other rank (its transport thread answers, without
+//! waiting for the workers); the job ends when every rank is idle and
+//! nothing is in flight (`fnd_mpi`). What travels is a directory's path,
+//! depth, root, the device/inode chain that loop detection and `-x` need,
+//! and its parent's filter state if the filter can export it (see
+//! [`EntryFilter::export_state`](crate::EntryFilter::export_state); the
+//! ignore rules can). Nothing crosses ranks per entry: what a visitor
+//! does with its entries (print them through `fnd_mpi::Handle::output`,
+//! add them up) is its own business.
+//!
+//! Every rank must build the same walk: the same roots in the same order,
+//! the same options and filters. Nodes may number a shared file system's
+//! device differently: a rank maps a root's device to its own by stat'ing
+//! the root's path, and refuses (ending the job with one line) a root that
+//! leads to another inode than on the rank that handed its part over.
+//! Devices below a root (other mounts, with links followed) are kept as
+//! the giving rank saw them.
+
+pub use crate::schedule::ranks::{Hold, RankCounts, Ranks};

@@ -1,0 +1,90 @@
+//! A directory handed over by another rank of an MPI job, as its bytes:
+//! whatever they are, taking it into a walk accepts it or refuses it with
+//! a reason, never panics. Its path is checked against the walk's roots,
+//! its chain of ancestors against its depth, and its parent's filter
+//! state is imported: by a chain of two filters (whose encoding splits the
+//! state in two) over the ignore rules, which rebuild the state from the
+//! path, reading the ignore files of a small tree. Half the inputs have
+//! their path put under the tree's root, so that the fuzzer gets past the
+//! first check. Run with `cargo +nightly fuzz run handoff`.
+#![no_main]
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use fnd_mpi::codec::PendingDir;
+use fnd_walk::ignore::IgnoreBuilder;
+use fnd_walk::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry, WalkBuilder};
+use libfuzzer_sys::fuzz_target;
+
+/// A filter whose state is any short byte string.
+struct Bytes;
+
+impl EntryFilter for Bytes {
+    fn enter(&self, dir: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+        Some(Arc::new(dir.depth))
+    }
+
+    fn decide(&self, _: Option<&FilterState>, _: &RawEntry<'_>) -> Decision {
+        Decision::KEEP
+    }
+
+    fn export_state(&self, _: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
+        Some(Vec::new())
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        if bytes.len() > 16 {
+            return Err("too long".into());
+        }
+        Ok(Arc::new(handover.parent_depth))
+    }
+}
+
+/// A small tree with ignore files, and walks of it: with a chain of
+/// filters, with the ignore rules alone, without a filter; links followed
+/// or not.
+fn walks() -> &'static (PathBuf, Vec<WalkBuilder>) {
+    static WALKS: OnceLock<(PathBuf, Vec<WalkBuilder>)> = OnceLock::new();
+    WALKS.get_or_init(|| {
+        let root = std::env::temp_dir().join(format!("fnd-fuzz-handoff-{}", std::process::id()));
+        for dir in ["a/b/c", "a/.git", "d/e", ".git"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join(".gitignore"), "*.o\n!keep.o\n").unwrap();
+        std::fs::write(root.join("a/.ignore"), "b/\n").unwrap();
+        std::fs::write(root.join("a/b/.gitignore"), "/c\n").unwrap();
+        let _ = std::os::unix::fs::symlink("../a", root.join("d/up"));
+        let walk = WalkBuilder::new(&root).add_root(root.join("a"));
+        let rules = || Some(IgnoreBuilder::new());
+        let walks = vec![
+            walk.clone().filter(Some(Arc::new(Bytes))).ignore_rules(rules()),
+            walk.clone().ignore_rules(rules()).follow_links(true),
+            walk.clone().filter(Some(Arc::new(Bytes))),
+            walk,
+        ];
+        (root, walks)
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, bytes)) = data.split_first() else {
+        return;
+    };
+    let (root, walks) = walks();
+    let walk = &walks[usize::from(mode & 3)];
+    let rebased;
+    let bytes = if mode & 4 != 0 {
+        // Under the tree's root: the fuzzed path is what follows it.
+        let Ok(mut d) = PendingDir::decode(bytes) else { return };
+        let mut path = root.as_os_str().as_encoded_bytes().to_vec();
+        path.push(b'/');
+        path.extend_from_slice(&d.path);
+        d.path = path;
+        rebased = d.encode();
+        &rebased[..]
+    } else {
+        bytes
+    };
+    let _ = fnd_walk::fuzzing::take_in(walk, bytes);
+});
