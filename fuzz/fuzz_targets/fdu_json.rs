@@ -31,7 +31,11 @@ fuzz_target!(|data: &[u8]| {
     events.iter().for_each(|e| writer.event(e));
     let mut reader = Reader::new(&out);
     for event in &events {
-        assert_eq!(reader.next().as_ref(), Ok(&Some(event.clone())), "events changed when written back");
+        assert_eq!(
+            reader.next().as_ref(),
+            Ok(&Some(event.clone())),
+            "events changed when written back"
+        );
     }
     assert_eq!(reader.next(), Ok(None));
 });

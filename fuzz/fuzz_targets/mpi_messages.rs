@@ -23,7 +23,9 @@ impl Local for Pool {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     match mode % 3 {
         0 => {
             if let Ok(m) = Message::decode(rest) {
