@@ -5,7 +5,7 @@
 //! flight at once, as they would be against a server: what a walker gains
 //! here is what it gains by keeping requests in flight.
 //!
-//! Usage: slowfs [--delay-us N] [--threads N] [--stats] SOURCE MOUNTPOINT
+//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT
 //! Runs in the foreground until the mount point is unmounted (`umount
 //! MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
 //!
@@ -16,6 +16,11 @@
 //!   queue for a free thread, as a network client's calls wait for one of
 //!   its RPC slots (a Lustre client keeps 8 metadata RPCs in flight per
 //!   target by default).
+//! - `--ttl-s N` (default 0): how long the kernel may keep an entry and its
+//!   attributes. At 0 nothing is cached, so every walk pays the latency, as
+//!   after a cache drop on a network mount, and so do path lookups repeated
+//!   within one walk; a fresh mount with a long TTL is instead a cold client
+//!   cache: each entry costs one round trip, the first time it is seen.
 //! - `--stats`: when the mount ends, print how many requests of each kind
 //!   came in and the process's CPU time (what the emulation itself costs).
 
@@ -34,10 +39,6 @@ use fuser::{
     ReplyOpen, Request, FUSE_ROOT_ID,
 };
 
-/// How long the kernel may cache what it was told: nothing, so that every
-/// walk pays the latency (as after a cache drop on a network mount).
-const TTL: Duration = Duration::ZERO;
-
 struct Entry {
     name: OsString,
     ino: u64,
@@ -54,6 +55,8 @@ struct State {
     listings: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
     next_handle: AtomicU64,
     delay: Duration,
+    /// How long the kernel may cache an entry or its attributes (`--ttl-s`).
+    ttl: Duration,
     /// Requests received, by kind (`Kind as usize`).
     received: [AtomicU64; KINDS.len()],
 }
@@ -212,7 +215,7 @@ impl Filesystem for SlowFs {
             });
             s.wait();
             match result {
-                Ok(attr) => reply.entry(&TTL, &attr, 0),
+                Ok(attr) => reply.entry(&s.ttl, &attr, 0),
                 Err(e) => reply.error(e),
             }
         });
@@ -221,7 +224,7 @@ impl Filesystem for SlowFs {
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
         self.run(Kind::Getattr, move |s| {
             match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
-                Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
+                Ok(meta) => reply.attr(&s.ttl, &s.attr(&meta)),
                 Err(e) => reply.error(e),
             }
         });
@@ -287,6 +290,7 @@ fn list(s: &State, dir: &Path) -> std::io::Result<Vec<Entry>> {
 
 struct Args {
     delay: Duration,
+    ttl: Duration,
     threads: usize,
     stats: bool,
     source: PathBuf,
@@ -295,6 +299,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut delay = Duration::from_micros(200);
+    let mut ttl = Duration::ZERO;
     let mut threads = 64;
     let mut stats = false;
     let mut positional = Vec::new();
@@ -308,6 +313,7 @@ fn parse_args() -> Result<Args, String> {
         };
         match arg.to_str() {
             Some("--delay-us") => delay = Duration::from_micros(number("--delay-us")?),
+            Some("--ttl-s") => ttl = Duration::from_secs(number("--ttl-s")?),
             Some("--threads") => threads = number("--threads")?.max(1) as usize,
             Some("--stats") => stats = true,
             Some("-h" | "--help") => return Err(String::new()),
@@ -319,6 +325,7 @@ fn parse_args() -> Result<Args, String> {
         .map_err(|_| "expected SOURCE and MOUNTPOINT".to_string())?;
     Ok(Args {
         delay,
+        ttl,
         threads,
         stats,
         source,
@@ -333,7 +340,7 @@ fn main() -> ExitCode {
             if !msg.is_empty() {
                 eprintln!("slowfs: {msg}");
             }
-            eprintln!("usage: slowfs [--delay-us N] [--threads N] [--stats] SOURCE MOUNTPOINT");
+            eprintln!("usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT");
             return ExitCode::from(2);
         }
     };
@@ -358,6 +365,7 @@ fn main() -> ExitCode {
         listings: Mutex::new(HashMap::new()),
         next_handle: AtomicU64::new(1),
         delay: args.delay,
+        ttl: args.ttl,
         received: Default::default(),
     });
     let (tasks, queue) = crossbeam_channel::unbounded::<Task>();
