@@ -142,12 +142,13 @@ tree_header() {
 
 # release_binary NAME [GIVEN [CARGO_ARG...]]: GIVEN as an absolute path
 # when set, else NAME built here with cargo --release (and CARGO_ARGs, such
-# as --features mpi).
+# as --features mpi). Status 1 when the build fails (callers run it in
+# $(...), where set -e does not reach).
 release_binary() {
     local name=$1 given=${2:-}
     shift $(($# < 2 ? $# : 2))
     if [ -z "$given" ]; then
-        (cd "$repo" && cargo build --release --quiet -p "$name" "$@")
+        (cd "$repo" && cargo build --release --quiet -p "$name" "$@") || return 1
         given=${CARGO_TARGET_DIR:-$repo/target}/release/$name
     fi
     # The commands run inside each tree, so relative paths would break.
