@@ -28,9 +28,11 @@
 #   run: `fnd -u .` alone (the default build), then for each N:
 #   `mpirun -n N true` and `mpirun -n N mpi_init` (bench/mpi_init.c, built
 #   with mpicc: MPI initialized and finalized, nothing else), fnd -u .,
-#   dwalk -l . (no stat; prints a summary), pfind . -D rates (no pattern:
-#   every non-directory, printed by the rank that finds it), dfind -v .
-#   (stats, prints every entry);
+#   dwalk -l . (no stat; prints a summary), pfind . -C -D rates (no
+#   pattern, counts every non-directory), pfind . -D rates (prints them,
+#   each from the rank that finds it), dfind -v . (stats, prints every
+#   entry); and `mpirun -n 1 cat LISTING` of fnd's listing of the tree: what
+#   mpirun's forwarding of a rank's output costs for that many bytes;
 #   disk usage, output to /dev/null, `floor -s .` before each run:
 #   `fdu -s .` alone, then for each N fdu -s . and dwalk . (stats every
 #   entry; prints a summary).
@@ -39,8 +41,9 @@
 # entry. Each table gives medians as ratios to fnd (fdu) alone; then the
 # walk times dwalk, dfind and pfind report themselves (MPI's start-up,
 # ~0.3 s here, is outside them), and the issue's goals: `mpirun -n N fnd`
-# ≤ 0.5x dwalk -l and ≤ 0.7x pfind, `mpirun -n N fdu -s` ≤ 0.5x dwalk, and
-# both within 1.15x of the same alone plus `mpirun -n N mpi_init`.
+# ≤ 0.5x dwalk -l and ≤ 0.7x pfind (-C, and printing), `mpirun -n N fdu -s`
+# ≤ 0.5x dwalk, and both within 1.15x of the same alone plus `mpirun -n N
+# mpi_init`.
 #
 # --scale: each rank gets a mount of its own of TREE through bench/slowfs
 # (--delay-us per metadata request, --slots in flight, entries cached once
@@ -199,6 +202,10 @@ goal() {
 hot() { # name tree
     local name=$1 tree=$2 n list=() du=() own=()
     list+=(-n "fnd -u ." "$bin/topipe $FND -u --color=never .")
+    # What passing fnd's whole listing through mpirun's output forwarding
+    # costs: a floor for any job that prints it from its ranks.
+    (cd "$tree" && "$FND" -u --color=never . >"$work/listing")
+    list+=(-n "mpirun -n 1 cat listing" "$bin/topipe $mpirun -n 1 cat $work/listing")
     du+=(-n "fdu -s ." "$FDU -s .")
     for n in $ranks; do
         local run="$mpirun -n $n"
@@ -206,14 +213,16 @@ hot() { # name tree
         list+=(-n "mpirun -n $n mpi_init" "$bin/topipe $run $bin/mpi_init")
         [ -z "$FND_MPI" ] || list+=(-n "mpirun -n $n fnd -u ." "$bin/topipe $run $FND_MPI -u --color=never .")
         [ -z "$dwalk" ] || list+=(-n "mpirun -n $n dwalk -l ." "$bin/topipe $run $dwalk -l .")
+        [ -z "$pfind" ] || list+=(-n "mpirun -n $n pfind -C ." "$bin/topipe $run $pfind . -C -D rates")
         [ -z "$pfind" ] || list+=(-n "mpirun -n $n pfind ." "$bin/topipe $run $pfind . -D rates")
         [ -z "$dfind" ] || list+=(-n "mpirun -n $n dfind -v ." "$bin/topipe $run $dfind -v .")
         [ -z "$FDU_MPI" ] || du+=(-n "mpirun -n $n fdu -s ." "$run $FDU_MPI -s .")
         [ -z "$dwalk" ] || du+=(-n "mpirun -n $n dwalk ." "$run $dwalk .")
         [ -z "$dwalk" ] || own+=("mpirun -n $n dwalk -l ." "$run $dwalk -l ." "mpirun -n $n dwalk ." "$run $dwalk .")
-        [ -z "$pfind" ] || own+=("mpirun -n $n pfind ." "$run $pfind . -D rates")
+        [ -z "$pfind" ] || own+=("mpirun -n $n pfind -C ." "$run $pfind . -C -D rates" "mpirun -n $n pfind ." "$run $pfind . -D rates")
         [ -z "$dfind" ] || own+=("mpirun -n $n dfind -v ." "$run $dfind -v .")
         goal 0.5 "mpirun -n $n fnd -u ." "mpirun -n $n dwalk -l ."
+        goal 0.7 "mpirun -n $n fnd -u ." "mpirun -n $n pfind -C ."
         goal 0.7 "mpirun -n $n fnd -u ." "mpirun -n $n pfind ."
         goal 0.5 "mpirun -n $n fdu -s ." "mpirun -n $n dwalk ."
         goal 1.15 "mpirun -n $n fnd -u ." "fnd -u ." "mpirun -n $n mpi_init"
