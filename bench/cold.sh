@@ -104,10 +104,9 @@ at_exit unmount
 
 run_fuse() { # tree: mount it through slowfs and compare there (no cache drop:
     # slowfs lets the kernel cache nothing, so every run pays the latency)
-    local tree=$1 slowfs=${CARGO_TARGET_DIR:-$repo/bench/slowfs/target}/release/slowfs
+    local tree=$1 slowfs
     if [ ! -e /dev/fuse ]; then echo "cold.sh: no /dev/fuse; skipping the FUSE comparison" >&2; return; fi
-    cargo build --quiet --release --manifest-path "$repo/bench/slowfs/Cargo.toml" || {
-        echo "cold.sh: cannot build bench/slowfs; skipping the FUSE comparison" >&2; return; }
+    slowfs=$(slowfs_binary) || { echo "cold.sh: skipping the FUSE comparison" >&2; return; }
     mnt=$(mktemp -d /tmp/slowfs-XXXXXX)
     "$slowfs" --delay-us "${SLOWFS_US:-200}" "$tree" "$mnt" &
     for _ in $(seq 50); do mountpoint -q "$mnt" && break; sleep 0.1; done

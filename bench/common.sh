@@ -16,6 +16,8 @@
 #                           PATH; a note on stderr, and status 1, when absent
 #   release_binary NAME [GIVEN [CARGO_ARG...]]   our binary, built --release
 #   build_helpers NAME...   bench/NAME.c compiled into $bin
+#   build_mpi_helpers NAME...   the same with mpicc
+#   slowfs_binary           bench/slowfs built --release (its own workspace)
 # Timing and tables:
 #   time_commands DIR JSON HYPERFINE_ARG...   one hyperfine run in DIR (-N)
 #   ratios JSON [--ref LABEL | --ref-fastest-except PREFIXES] [RSS_KIB...]
@@ -120,8 +122,24 @@ build_helpers() {
     mkdir -p "$bin"
     local name
     for name; do
-        cc -O2 -o "$bin/$name" "$repo/bench/$name.c"
+        ${helper_cc:-cc} -O2 -o "$bin/$name" "$repo/bench/$name.c"
     done
+}
+
+# build_mpi_helpers NAME...: bench/NAME.c compiled with mpicc into $bin.
+build_mpi_helpers() {
+    helper_cc=mpicc build_helpers "$@"
+}
+
+# slowfs_binary: the path of bench/slowfs (the FUSE file system that adds a
+# delay to every metadata request), built --release; status 1, saying so,
+# when it does not build.
+slowfs_binary() {
+    cargo build --quiet --release --manifest-path "$repo/bench/slowfs/Cargo.toml" || {
+        echo "$script: cannot build bench/slowfs" >&2
+        return 1
+    }
+    echo "${CARGO_TARGET_DIR:-$repo/bench/slowfs/target}/release/slowfs"
 }
 
 load() {
@@ -142,12 +160,14 @@ tree_header() {
 
 # release_binary NAME [GIVEN [CARGO_ARG...]]: GIVEN as an absolute path
 # when set, else NAME built here with cargo --release (and CARGO_ARGs, such
-# as --features mpi).
+# as --features mpi; run it as `CARGO_TARGET_DIR=DIR release_binary ...` to
+# keep such a build beside the default one). Status 1 when the build fails
+# (callers run it in $(...), where set -e does not reach).
 release_binary() {
     local name=$1 given=${2:-}
     shift $(($# < 2 ? $# : 2))
     if [ -z "$given" ]; then
-        (cd "$repo" && cargo build --release --quiet -p "$name" "$@")
+        (cd "$repo" && cargo build --release --quiet -p "$name" "$@") || return 1
         given=${CARGO_TARGET_DIR:-$repo/target}/release/$name
     fi
     # The commands run inside each tree, so relative paths would break.

@@ -5,9 +5,24 @@
 //! flight at once, as they would be against a server: what a walker gains
 //! here is what it gains by keeping requests in flight.
 //!
-//! Usage: slowfs [--delay-us N] [--threads N] SOURCE MOUNTPOINT
-//! (default 200 µs, 64 threads). Runs in the foreground until the mount
-//! point is unmounted (`umount MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
+//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT
+//! Runs in the foreground until the mount point is unmounted (`umount
+//! MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
+//!
+//! - `--delay-us N` (default 200): the delay added to each request but
+//!   releasedir, which is answered at once.
+//! - `--threads N` (default 64): the cap on requests in flight. A thread
+//!   serves one request at a time, delay included, and the others wait in a
+//!   queue for a free thread, as a network client's calls wait for one of
+//!   its RPC slots (a Lustre client keeps 8 metadata RPCs in flight per
+//!   target by default).
+//! - `--ttl-s N` (default 0): how long the kernel may keep an entry and its
+//!   attributes. At 0 nothing is cached, so every walk pays the latency, as
+//!   after a cache drop on a network mount, and so do path lookups repeated
+//!   within one walk; a fresh mount with a long TTL is instead a cold client
+//!   cache: each entry costs one round trip, the first time it is seen.
+//! - `--stats`: when the mount ends, print how many requests of each kind
+//!   came in and the process's CPU time (what the emulation itself costs).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -23,10 +38,6 @@ use fuser::{
     FileAttr, FileType, Filesystem, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
     ReplyOpen, Request, FUSE_ROOT_ID,
 };
-
-/// How long the kernel may cache what it was told: nothing, so that every
-/// walk pays the latency (as after a cache drop on a network mount).
-const TTL: Duration = Duration::ZERO;
 
 struct Entry {
     name: OsString,
@@ -44,7 +55,25 @@ struct State {
     listings: Mutex<HashMap<u64, Arc<Vec<Entry>>>>,
     next_handle: AtomicU64,
     delay: Duration,
+    /// How long the kernel may cache an entry or its attributes (`--ttl-s`).
+    ttl: Duration,
+    /// Requests received, by kind (`Kind as usize`).
+    received: [AtomicU64; KINDS.len()],
 }
+
+/// The kinds of request counted for `--stats`.
+#[derive(Clone, Copy)]
+enum Kind {
+    Lookup,
+    Getattr,
+    Readlink,
+    Opendir,
+    Readdir,
+    Releasedir,
+}
+
+/// Their names, in the order of `Kind`.
+const KINDS: [&str; 6] = ["lookup", "getattr", "readlink", "opendir", "readdir", "releasedir"];
 
 impl State {
     fn path(&self, ino: u64) -> Option<PathBuf> {
@@ -103,6 +132,34 @@ impl State {
     fn wait(&self) {
         std::thread::sleep(self.delay);
     }
+
+    fn count(&self, kind: Kind) {
+        self.received[kind as usize].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One line: the requests received by kind, and this process's CPU time.
+    fn stats(&self) -> String {
+        let counts: Vec<u64> = self.received.iter().map(|c| c.load(Ordering::Relaxed)).collect();
+        let by_kind: Vec<String> = KINDS.iter().zip(&counts).map(|(k, n)| format!("{k} {n}")).collect();
+        format!(
+            "slowfs: {} requests ({}); CPU {}",
+            counts.iter().sum::<u64>(),
+            by_kind.join(", "),
+            cpu_time()
+        )
+    }
+}
+
+/// User and system CPU time of the whole process so far.
+fn cpu_time() -> String {
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        let mut usage = std::mem::zeroed::<libc::rusage>();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let ms = |t: libc::timeval| t.tv_sec * 1000 + t.tv_usec / 1000;
+    format!("user {} ms, system {} ms", ms(usage.ru_utime), ms(usage.ru_stime))
 }
 
 fn kind_of(t: std::fs::FileType) -> FileType {
@@ -138,7 +195,8 @@ struct SlowFs {
 }
 
 impl SlowFs {
-    fn run(&self, task: impl FnOnce(&State) + Send + 'static) {
+    fn run(&self, kind: Kind, task: impl FnOnce(&State) + Send + 'static) {
+        self.state.count(kind);
         // The pool outlives the session; a send can only fail at teardown.
         let _ = self.tasks.send(Box::new(task));
     }
@@ -147,7 +205,7 @@ impl SlowFs {
 impl Filesystem for SlowFs {
     fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
         let name = name.to_os_string();
-        self.run(move |s| {
+        self.run(Kind::Lookup, move |s| {
             let result = s.path(parent).ok_or(libc::ENOENT).and_then(|dir| {
                 let path = dir.join(&name);
                 let meta = std::fs::symlink_metadata(&path).map_err(|e| errno(&e))?;
@@ -157,28 +215,32 @@ impl Filesystem for SlowFs {
             });
             s.wait();
             match result {
-                Ok(attr) => reply.entry(&TTL, &attr, 0),
+                Ok(attr) => reply.entry(&s.ttl, &attr, 0),
                 Err(e) => reply.error(e),
             }
         });
     }
 
     fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        self.run(move |s| match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
-            Ok(meta) => reply.attr(&TTL, &s.attr(&meta)),
-            Err(e) => reply.error(e),
+        self.run(Kind::Getattr, move |s| {
+            match s.at_path(ino, |p| std::fs::symlink_metadata(p)) {
+                Ok(meta) => reply.attr(&s.ttl, &s.attr(&meta)),
+                Err(e) => reply.error(e),
+            }
         });
     }
 
     fn readlink(&mut self, _req: &Request<'_>, ino: u64, reply: ReplyData) {
-        self.run(move |s| match s.at_path(ino, |p| std::fs::read_link(p)) {
-            Ok(target) => reply.data(target.as_os_str().as_bytes()),
-            Err(e) => reply.error(e),
+        self.run(Kind::Readlink, move |s| {
+            match s.at_path(ino, |p| std::fs::read_link(p)) {
+                Ok(target) => reply.data(target.as_os_str().as_bytes()),
+                Err(e) => reply.error(e),
+            }
         });
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        self.run(move |s| match s.at_path(ino, |p| list(s, p)) {
+        self.run(Kind::Opendir, move |s| match s.at_path(ino, |p| list(s, p)) {
             Ok(entries) => {
                 let fh = s.next_handle.fetch_add(1, Ordering::Relaxed);
                 s.listings.lock().unwrap().insert(fh, Arc::new(entries));
@@ -189,7 +251,7 @@ impl Filesystem for SlowFs {
     }
 
     fn readdir(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, offset: i64, mut reply: ReplyDirectory) {
-        self.run(move |s| {
+        self.run(Kind::Readdir, move |s| {
             let listing = s.listings.lock().unwrap().get(&fh).cloned();
             s.wait();
             let Some(listing) = listing else {
@@ -205,6 +267,7 @@ impl Filesystem for SlowFs {
     }
 
     fn releasedir(&mut self, _req: &Request<'_>, _ino: u64, fh: u64, _flags: i32, reply: ReplyEmpty) {
+        self.state.count(Kind::Releasedir);
         self.state.listings.lock().unwrap().remove(&fh);
         reply.ok();
     }
@@ -227,14 +290,18 @@ fn list(s: &State, dir: &Path) -> std::io::Result<Vec<Entry>> {
 
 struct Args {
     delay: Duration,
+    ttl: Duration,
     threads: usize,
+    stats: bool,
     source: PathBuf,
     mountpoint: PathBuf,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut delay = Duration::from_micros(200);
+    let mut ttl = Duration::ZERO;
     let mut threads = 64;
+    let mut stats = false;
     let mut positional = Vec::new();
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
@@ -246,7 +313,9 @@ fn parse_args() -> Result<Args, String> {
         };
         match arg.to_str() {
             Some("--delay-us") => delay = Duration::from_micros(number("--delay-us")?),
+            Some("--ttl-s") => ttl = Duration::from_secs(number("--ttl-s")?),
             Some("--threads") => threads = number("--threads")?.max(1) as usize,
+            Some("--stats") => stats = true,
             Some("-h" | "--help") => return Err(String::new()),
             _ => positional.push(PathBuf::from(arg)),
         }
@@ -256,7 +325,9 @@ fn parse_args() -> Result<Args, String> {
         .map_err(|_| "expected SOURCE and MOUNTPOINT".to_string())?;
     Ok(Args {
         delay,
+        ttl,
         threads,
+        stats,
         source,
         mountpoint,
     })
@@ -269,7 +340,7 @@ fn main() -> ExitCode {
             if !msg.is_empty() {
                 eprintln!("slowfs: {msg}");
             }
-            eprintln!("usage: slowfs [--delay-us N] [--threads N] SOURCE MOUNTPOINT");
+            eprintln!("usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT");
             return ExitCode::from(2);
         }
     };
@@ -294,6 +365,8 @@ fn main() -> ExitCode {
         listings: Mutex::new(HashMap::new()),
         next_handle: AtomicU64::new(1),
         delay: args.delay,
+        ttl: args.ttl,
+        received: Default::default(),
     });
     let (tasks, queue) = crossbeam_channel::unbounded::<Task>();
     for _ in 0..args.threads {
@@ -307,14 +380,22 @@ fn main() -> ExitCode {
             }
         });
     }
-    let fs = SlowFs { state, tasks };
+    let fs = SlowFs {
+        state: state.clone(),
+        tasks,
+    };
     let options = [
         MountOption::RO,
         MountOption::FSName("slowfs".into()),
         MountOption::Subtype("slowfs".into()),
     ];
     match fuser::mount2(fs, &args.mountpoint, &options) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => {
+            if args.stats {
+                eprintln!("{}", state.stats());
+            }
+            ExitCode::SUCCESS
+        }
         Err(e) => {
             eprintln!("slowfs: mount {}: {e}", args.mountpoint.display());
             ExitCode::from(1)
