@@ -79,6 +79,9 @@ pub(crate) struct Pool<'w> {
     /// The remote said the walk is over.
     over: AtomicBool,
     sleepers: AtomicUsize,
+    /// Bumped by every wake-up, so that a worker about to nap can tell
+    /// whether one came since it last looked for work (see `sleep`).
+    epoch: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
     /// Workers running, and those that may be added while reads wait on I/O.
@@ -121,6 +124,7 @@ where
         pending: AtomicUsize::new(jobs.len()),
         over: AtomicBool::new(false),
         sleepers: AtomicUsize::new(0),
+        epoch: AtomicUsize::new(0),
         lock: Mutex::new(()),
         wake: Condvar::new(),
         io: Depth::new(threads, spares),
@@ -253,7 +257,10 @@ impl Pool<'_> {
     }
 
     fn notify(&self, all: bool) {
-        if self.sleepers.load(Ordering::Acquire) > 0 {
+        // Sequentially consistent with `sleep`: either the napper sees the
+        // new epoch, or this sees it counted among the sleepers.
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             if all {
                 self.wake.notify_all();
@@ -306,13 +313,21 @@ impl Pool<'_> {
         false
     }
 
-    fn sleep(&self) {
+    /// Nap until woken, unless a wake-up came since `seen` (the epoch read
+    /// before this worker last looked for work): then none is lost, and the
+    /// nap needs no short timeout. The timeout left grows with `naps`, up to
+    /// 64 ms, as a safety net only: with a 1 ms timeout the 128 workers of a
+    /// walk on a slow mount woke 128,000 times a second while they waited,
+    /// and `fdu -s` through a 4 ms FUSE mount used 2.2 s of CPU in a 5.1 s walk.
+    fn sleep(&self, seen: usize, naps: u32) {
         let guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
-        self.sleepers.fetch_add(1, Ordering::AcqRel);
-        // A wake-up can slip in between the failed steal and this wait; the
-        // timeout bounds what that costs instead of risking a hang.
-        let _ = self.wake.wait_timeout(guard, Duration::from_millis(1));
-        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        if self.epoch.load(Ordering::SeqCst) == seen {
+            let _ = self.wake.wait_timeout(guard, Duration::from_millis(1 << naps.min(6)));
+        } else {
+            drop(guard);
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -377,6 +392,7 @@ fn work<V: Visitor, R: Remote>(
             pool.notify(true);
             break;
         }
+        let seen = pool.epoch.load(Ordering::SeqCst);
         match pool.find_job(&local, me) {
             Some(job) => {
                 idle_spins = 0;
@@ -439,7 +455,7 @@ fn work<V: Visitor, R: Remote>(
                 if idle_spins < 32 {
                     std::thread::yield_now();
                 } else {
-                    pool.sleep();
+                    pool.sleep(seen, idle_spins - 32);
                 }
             }
         }
