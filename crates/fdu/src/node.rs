@@ -50,6 +50,8 @@ pub struct Listed {
     pub own: Usage,
     /// Where it comes in its parent's listing (see [`file_position`]).
     pub position: u64,
+    /// Its device and inode, as the parent's listing statted it.
+    pub dev: u64,
     pub ino: u64,
 }
 
@@ -70,8 +72,9 @@ pub struct Node {
     run: &'static Run,
     parent: Option<Parent>,
     depth: u32,
-    /// Where the directory comes in its parent's listing, and its inode.
+    /// Where the directory comes in its parent's listing, its device and inode.
     position: u64,
+    dev: u64,
     ino: u64,
     /// Kept only when a line is printed for it or its entries.
     path: Option<Box<[u8]>>,
@@ -113,10 +116,17 @@ fn dir_position(files_before: u32, dir_rank: u32) -> u64 {
 }
 
 impl Node {
-    /// The node of an operand that is a directory, `own` its own usage;
-    /// `inode_sort`: its file system is one where fts sorts big directories by inode.
-    pub fn operand(run: &'static Run, path: &[u8], own: Usage, inode_sort: bool) -> Node {
-        Node::new(run, Parent::Operand, 0, path, path, own, 0, 0, inode_sort)
+    /// The node of an operand that is a directory, `own` its own usage, `id`
+    /// its device and inode; `inode_sort`: its file system is one where fts
+    /// sorts big directories by inode.
+    pub fn operand(run: &'static Run, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
+        let listed = Listed {
+            own,
+            position: 0,
+            dev: id.0,
+            ino: id.1,
+        };
+        Node::new(run, Parent::Operand, 0, path, path, listed, inode_sort)
     }
 
     /// The node of a subdirectory at `path` (its parent's path, `/`, its
@@ -127,41 +137,36 @@ impl Node {
         let listed = listed.unwrap_or_else(|| Listed {
             own: own(),
             position: u64::MAX,
+            dev: u64::MAX,
             ino: u64::MAX,
         });
         let (run, depth, inode_sort) = (parent.run, parent.depth + 1, parent.inode_sort);
-        Node::new(
-            run,
-            Parent::Dir(parent),
-            depth,
-            path,
-            name,
-            listed.own,
-            listed.position,
-            listed.ino,
-            inode_sort,
-        )
+        Node::new(run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn new(
         run: &'static Run,
         parent: Parent,
         depth: u32,
         path: &[u8],
         name: &[u8],
-        own: Usage,
-        position: u64,
-        ino: u64,
+        listed: Listed,
         inode_sort: bool,
     ) -> Node {
         let settings = &run.settings;
         let keep_tree = settings.keeps_tree();
+        let Listed {
+            own,
+            position,
+            dev,
+            ino,
+        } = listed;
         Node {
             run,
             parent: Some(parent),
             depth,
             position,
+            dev,
             ino,
             path: (depth as usize <= settings.max_depth).then(|| path.into()),
             name: keep_tree.then(|| name.into()),
@@ -175,6 +180,22 @@ impl Node {
             tree: keep_tree.then(|| Mutex::new(TreeBuilder::default())),
             inode_sort,
             finished: false,
+        }
+    }
+
+    /// Whether this directory or one above it, up to the operand, is the
+    /// directory `(dev, ino)`: a bind mount can put a directory inside
+    /// itself, and du (fts) leaves such a cycle out silently.
+    pub fn is_self_or_ancestor(&self, dev: u64, ino: u64) -> bool {
+        let mut node = self;
+        loop {
+            if (node.dev, node.ino) == (dev, ino) {
+                return true;
+            }
+            match &node.parent {
+                Some(Parent::Dir(parent)) => node = parent,
+                _ => return false,
+            }
         }
     }
 
@@ -194,7 +215,7 @@ impl Node {
     }
 
     /// The entry just listed is a subdirectory to enter, with its inode and own usage.
-    pub fn list_subdir(&self, name: &[u8], ino: u64, own: Usage) {
+    pub fn list_subdir(&self, name: &[u8], (dev, ino): (u64, u64), own: Usage) {
         let files_before = self.listed_files.load(Relaxed);
         let rank = self.listed_dirs.fetch_add(1, Relaxed);
         let subdir = Subdir {
@@ -202,6 +223,7 @@ impl Node {
             listed: Listed {
                 own,
                 position: dir_position(files_before, rank),
+                dev,
                 ino,
             },
             claimed: false,
@@ -464,7 +486,7 @@ pub mod testing {
 
         /// An operand's node; its own size is 1000.
         pub fn operand(&self, path: &str) -> Arc<Node> {
-            Arc::new(Node::operand(self.run, path.as_bytes(), usage(1000, 0), false))
+            Arc::new(Node::operand(self.run, path.as_bytes(), usage(1000, 0), (0, 0), false))
         }
     }
 
@@ -478,7 +500,7 @@ pub mod testing {
     /// List a subdirectory of `parent` (its own size 100, modified at `secs`) and enter it.
     pub fn enter(parent: &Arc<Node>, name: &str, ino: u64, secs: i64) -> Arc<Node> {
         parent.list_entry();
-        parent.list_subdir(name.as_bytes(), ino, usage(100, secs));
+        parent.list_subdir(name.as_bytes(), (0, ino), usage(100, secs));
         let path = [
             std::str::from_utf8(parent.path.as_deref().unwrap_or(b"?")).unwrap(),
             name,
@@ -519,7 +541,7 @@ mod tests {
         let mut out = Lines::new(&[]);
         let root = out.operand("r");
         root.list_entry();
-        root.list_subdir(b"locked", 9, usage(100, 0));
+        root.list_subdir(b"locked", (0, 9), usage(100, 0));
         let open = enter(&root, "open", 10, 0);
         drop(open);
         drop(root);
@@ -544,10 +566,10 @@ mod tests {
         let mut out = Lines::new(&["-d1"]);
         let root = out.operand("r");
         root.list_entry();
-        root.list_subdir(b"locked", 9, usage(100, 0));
+        root.list_subdir(b"locked", (0, 9), usage(100, 0));
         let a = enter(&root, "a", 2, 0);
         a.list_entry();
-        a.list_subdir(b"locked", 11, usage(100, 0));
+        a.list_subdir(b"locked", (0, 11), usage(100, 0));
         let b = enter(&a, "b", 3, 0);
         drop((b, a, root));
         // r/a/b and r/a/locked are below depth 1: counted, not printed.
@@ -575,9 +597,9 @@ mod tests {
         let run = out.run;
         worker
             .spawn(move || {
-                let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), false));
+                let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (0, 0), false));
                 for level in 0..100_000 {
-                    node.list_subdir(b"d", level, usage(1, 0));
+                    node.list_subdir(b"d", (0, level), usage(1, 0));
                     let listed = node.claim(b"d");
                     node = Arc::new(Node::subdir(node, b"r/d", listed, || unreachable!()));
                 }

@@ -41,8 +41,9 @@ pub struct Scan {
     links: Links,
     /// Directories already entered, with `-L` (links can reach one twice).
     dirs_seen: Mutex<HashSet<(u64, u64)>>,
-    /// Device of the operand being walked (`-x`).
+    /// Device of the operand being walked (`-x`), and its inode.
     root_dev: AtomicU64,
+    root_ino: AtomicU64,
     /// The operand being walked: its own usage, for its node.
     root_own: Mutex<Option<Usage>>,
     /// Set once the operand's node has been made.
@@ -61,6 +62,7 @@ impl Scan {
             dirs_seen: Mutex::new(HashSet::new()),
             progress: Progress::default(),
             root_dev: AtomicU64::new(0),
+            root_ino: AtomicU64::new(0),
             root_own: Mutex::new(None),
             root_entered: AtomicBool::new(false),
             inode_sort: AtomicBool::new(false),
@@ -96,6 +98,7 @@ impl Scan {
     pub fn scan_dir(&'static self, path: &[u8], m: &Metadata) {
         let settings = &self.run.settings;
         self.root_dev.store(m.dev, Relaxed);
+        self.root_ino.store(m.ino, Relaxed);
         *self.root_own.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.run.usage(m));
         self.root_entered.store(false, Relaxed);
         self.inode_sort.store(inode_sort_may_be_useful(path), Relaxed);
@@ -164,7 +167,8 @@ impl EntryFilter for DuFilter {
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
                     .unwrap_or_default();
-                Node::operand(&scan.run, dir.path, own, scan.inode_sort.load(Relaxed))
+                let id = (scan.root_dev.load(Relaxed), scan.root_ino.load(Relaxed));
+                Node::operand(&scan.run, dir.path, own, id, scan.inode_sort.load(Relaxed))
             }
             Some(parent) => {
                 let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
@@ -209,6 +213,11 @@ impl EntryFilter for DuFilter {
         if !scan.operands.counts(m.dev, m.ino) {
             return Decision::SKIP;
         }
+        // A directory inside itself (a bind mount of an ancestor below it):
+        // du leaves it out, silently. Following links, `dirs_seen` does.
+        if !follow && node.is_self_or_ancestor(m.dev, m.ino) {
+            return Decision::SKIP;
+        }
         if follow
             && !scan
                 .dirs_seen
@@ -218,7 +227,7 @@ impl EntryFilter for DuFilter {
         {
             return Decision::SKIP;
         }
-        node.list_subdir(entry.name, m.ino, scan.run.usage(&m));
+        node.list_subdir(entry.name, (m.dev, m.ino), scan.run.usage(&m));
         Decision {
             emit: false,
             descend: true,
