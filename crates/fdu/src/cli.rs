@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use crate::format::BadSize;
-use crate::messages::{error_text, quote, quote_value};
+use crate::messages::{error_text, program_name, quote, quote_value, report};
 use crate::output::terminal_size;
 use crate::settings::{Follow, Measure, Settings, SizeFormat, Threshold, TimeFormat, TimeKind, TreeOptions};
 
@@ -36,10 +36,11 @@ fn invalid(message: impl Into<String>) -> UsageError {
 pub fn command() -> Command {
     let flag = |name: &'static str| Arg::new(name).action(ArgAction::SetTrue);
     let value = |name: &'static str| Arg::new(name).action(ArgAction::Append).num_args(1);
-    Command::new("fdu")
+    let name = program_name();
+    Command::new(name)
         .about("Summarize disk usage of each FILE, recursively for directories (GNU du compatible, parallel)")
         .version(env!("CARGO_PKG_VERSION"))
-        .override_usage("fdu [OPTION]... [FILE]...\n       fdu [OPTION]... --files0-from=F")
+        .override_usage(format!("{name} [OPTION]... [FILE]...\n       {name} [OPTION]... --files0-from=F"))
         .args_override_self(true)
         .arg(Arg::new("files").action(ArgAction::Append).value_parser(clap::value_parser!(OsString)).help("Files and directories (default: .)"))
         .arg(flag("null").short('0').long("null").help("End each output line with NUL, not newline"))
@@ -62,7 +63,7 @@ pub fn command() -> Command {
         .arg(flag("si").long("si").help("Like -h, but use powers of 1000 not 1024"))
         .arg(flag("summarize").short('s').long("summarize").help("Display only a total for each argument"))
         .arg(value("threshold").short('t').long("threshold").value_name("SIZE").allow_hyphen_values(true).help("Exclude entries smaller than SIZE if positive, or entries greater than SIZE if negative"))
-        .arg(Arg::new("time").long("time").value_name("WORD").num_args(0..=1).require_equals(true).default_missing_value("mtime").action(ArgAction::Append).help("Show time of the last modification of any file in the directory, or any of its subdirectories (WORD: atime, access, use, ctime, status)"))
+        .arg(Arg::new("time").long("time").value_name("WORD").num_args(0..=1).require_equals(true).default_missing_value(BARE_TIME).action(ArgAction::Append).help("Show time of the last modification of any file in the directory, or any of its subdirectories (WORD: atime, access, use, ctime, status)"))
         .arg(value("time-style").long("time-style").value_name("STYLE").help("Show times using STYLE: full-iso, long-iso, iso, +FORMAT"))
         .arg(value("exclude-from").short('X').long("exclude-from").value_name("FILE").help("Exclude files that match any pattern in FILE"))
         .arg(value("exclude").long("exclude").value_name("PATTERN").help("Exclude files that match PATTERN"))
@@ -132,10 +133,55 @@ fn spelled(args: &[OsString], short: &'static str, long: &'static str) -> &'stat
     }
 }
 
+/// What clap hands over for a `--time` without a word (no argument can
+/// hold a NUL byte, so no user can spell it).
+const BARE_TIME: &str = "\0";
+
+/// gnulib's `argmatch`, as du uses it for `--time` and the time style: a
+/// name of the table, or a prefix of names that all mean the same; else
+/// du's message (invalid or ambiguous, then the valid names, those meaning
+/// the same on one line) and its usage hint.
+fn argmatch<T: Copy + PartialEq>(context: &str, arg: &str, table: &[(&str, T)]) -> Result<T, UsageError> {
+    if let Some(&(_, value)) = table.iter().find(|(name, _)| *name == arg) {
+        return Ok(value);
+    }
+    let mut found = None;
+    let mut ambiguous = false;
+    for &(_, value) in table.iter().filter(|(name, _)| name.starts_with(arg)) {
+        match found {
+            None => found = Some(value),
+            Some(earlier) => ambiguous |= earlier != value,
+        }
+    }
+    match found {
+        Some(value) if !ambiguous => Ok(value),
+        _ => {
+            let kind = if ambiguous { "ambiguous" } else { "invalid" };
+            let mut message = format!(
+                "{kind} argument {} for {}\nValid arguments are:",
+                quote_value(arg),
+                quote_value(context)
+            );
+            let mut previous = None;
+            for &(name, value) in table {
+                let separator = if previous == Some(value) { ", " } else { "\n  - " };
+                message.push_str(separator);
+                message.push_str(&quote_value(name));
+                previous = Some(value);
+            }
+            Err(usage(message))
+        }
+    }
+}
+
 /// du's message for a refused size.
 fn bad_size(option: &str, value: &str, why: BadSize) -> UsageError {
     match why {
         BadSize::Invalid => invalid(format!("invalid {option} argument {}", quote(value.as_bytes()))),
+        BadSize::InvalidSuffix => invalid(format!(
+            "invalid suffix in {option} argument {}",
+            quote(value.as_bytes())
+        )),
         BadSize::TooLarge => invalid(format!("{option} argument {} too large", quote(value.as_bytes()))),
     }
 }
@@ -200,25 +246,57 @@ fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
     if summarize && flag("all") {
         return Err(usage("cannot both summarize and show all entries"));
     }
+    if flag("inodes") && (flag("apparent-size") || flag("bytes")) {
+        report("warning: options --apparent-size and -b are ineffective with --inodes");
+    }
     let threshold = match last(m, "threshold") {
         None => Threshold::AtLeast(0),
-        Some(t) => parse_threshold(t).map_err(|why| bad_size(spelled(args, "-t", "--threshold"), t, why))?,
+        Some(t) => match parse_threshold(t) {
+            // du parses first, then refuses `-0` (`-00`, `-0k`…) in these
+            // very words, whatever the spelling and the locale.
+            Ok(Threshold::AtMost(0)) => return Err(invalid("invalid --threshold argument '-0'")),
+            parsed => parsed.map_err(|why| bad_size(spelled(args, "-t", "--threshold"), t, why))?,
+        },
     };
     let time = match m.get_many::<String>("time").and_then(|mut v| v.next_back()) {
         None => None,
         Some(word) => {
-            let kind = match word.as_str() {
-                "mtime" | "modification" => TimeKind::Modified,
-                "atime" | "access" | "use" => TimeKind::Accessed,
-                "ctime" | "status" => TimeKind::Changed,
-                w => return Err(usage(format!("invalid argument {} for '--time'", quote(w.as_bytes())))),
+            // du 9.1 takes no word for the modification time: a bare --time.
+            let kind = if word == BARE_TIME {
+                TimeKind::Modified
+            } else {
+                let words = [
+                    ("atime", TimeKind::Accessed),
+                    ("access", TimeKind::Accessed),
+                    ("use", TimeKind::Accessed),
+                    ("ctime", TimeKind::Changed),
+                    ("status", TimeKind::Changed),
+                ];
+                argmatch("--time", word, &words)?
             };
-            let style = last(m, "time-style")
-                .cloned()
-                .or_else(|| std::env::var("TIME_STYLE").ok())
-                .unwrap_or_else(|| "long-iso".into());
-            let format = TimeFormat::parse(&style)
-                .map_err(|_| usage(format!("invalid argument {} for 'time style'", quote(style.as_bytes()))))?;
+            // From TIME_STYLE only, as du: "locale" means the default, and
+            // `posix-` prefixes are dropped (for ls's sake).
+            let style = match last(m, "time-style") {
+                Some(style) => style.clone(),
+                None => match std::env::var("TIME_STYLE") {
+                    Ok(style) if style != "locale" && style.starts_with('+') => style,
+                    Ok(style) if style != "locale" => {
+                        let mut name = style.as_str();
+                        while let Some(rest) = name.strip_prefix("posix-") {
+                            name = rest;
+                        }
+                        name.to_string()
+                    }
+                    _ => "long-iso".into(),
+                },
+            };
+            let format = if style.starts_with('+') {
+                TimeFormat::parse(&style)
+            } else {
+                let styles = [("full-iso", "full-iso"), ("long-iso", "long-iso"), ("iso", "iso")];
+                TimeFormat::parse(argmatch("time style", &style, &styles)?)
+            }
+            .map_err(|_| usage(format!("invalid argument {} for 'time style'", quote(style.as_bytes()))))?;
             Some((kind, format))
         }
     };
@@ -318,18 +396,25 @@ fn size_from_env() -> SizeFormat {
 }
 
 /// du's threshold: a block-size-style number, negative to mean "at most"
-/// (`-0` is refused, as du refuses it).
+/// (`-0` comes back as `AtMost(0)`, for the caller to refuse as du does).
 fn parse_threshold(t: &str) -> Result<Threshold, BadSize> {
     let (negative, digits) = match t.strip_prefix('-') {
         Some(rest) => (true, rest),
         None => (false, t),
     };
-    if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
-        return if negative {
-            Err(BadSize::Invalid)
+    // Zero with or without a unit (`0`, `00`, `0k`): `SizeFormat` refuses a
+    // zero block size, a threshold takes it.
+    let number = &digits[..digits.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(digits.len())];
+    let unit = &digits[number.len()..];
+    if !number.is_empty()
+        && number.bytes().all(|b| b == b'0')
+        && (unit.is_empty() || SizeFormat::parse(&format!("1{unit}")).is_ok())
+    {
+        return Ok(if negative {
+            Threshold::AtMost(0)
         } else {
-            Ok(Threshold::AtLeast(0))
-        };
+            Threshold::AtLeast(0)
+        });
     }
     let bytes = match SizeFormat::parse(digits)? {
         SizeFormat::Blocks { block, .. } => block,

@@ -29,7 +29,10 @@ impl SizeFormat {
         } else {
             number.parse().map_err(|_| BadSize::TooLarge)?
         };
-        let (scale, suffix) = parse_unit(unit)?;
+        let (scale, suffix) = parse_unit(unit).map_err(|why| match why {
+            BadSize::Invalid if !number.is_empty() => BadSize::InvalidSuffix,
+            why => why,
+        })?;
         let block = count.checked_mul(scale).ok_or(BadSize::TooLarge)?;
         if block == 0 {
             return Err(BadSize::Invalid);
@@ -62,6 +65,8 @@ impl SizeFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BadSize {
     Invalid,
+    /// A number followed by a unit du does not know (`1x`).
+    InvalidSuffix,
     TooLarge,
 }
 
@@ -180,7 +185,6 @@ fn write_human(n: u64, base: u64, out: &mut Vec<u8>) {
 impl TimeFormat {
     /// `full-iso`, `long-iso`, `iso` or `+FORMAT`; du's default is `long-iso`.
     pub fn parse(style: &str) -> Result<TimeFormat, BadSize> {
-        let style = style.strip_prefix("posix-").unwrap_or(style);
         let strftime = match style {
             "full-iso" => "%Y-%m-%d %H:%M:%S.%N %z".to_string(),
             "long-iso" => "%Y-%m-%d %H:%M".to_string(),
@@ -275,6 +279,8 @@ mod tests {
         assert_eq!(SizeFormat::parse("0"), Err(BadSize::Invalid));
         assert_eq!(SizeFormat::parse("99999999999999999999999"), Err(BadSize::TooLarge));
         assert_eq!(SizeFormat::parse(""), Err(BadSize::Invalid));
+        assert_eq!(SizeFormat::parse("x"), Err(BadSize::Invalid));
+        assert_eq!(SizeFormat::parse("1x"), Err(BadSize::InvalidSuffix));
         assert!(SizeFormat::parse("foo").is_err());
     }
 }

@@ -2,15 +2,35 @@
 //! I/O errors without Rust's "(os error N)", names quoted as du quotes them.
 
 use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::sync::OnceLock;
+
+/// The name fdu was started by, as du names itself in its messages: its
+/// `argv[0]` as given (`du` through a link of that name found on `PATH`,
+/// `/usr/bin/du` when started by that path), as coreutils' `program_name`.
+pub fn program_name() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::args_os()
+            .next()
+            .map(|arg0| String::from_utf8_lossy(arg0.as_bytes()).into_owned())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "fdu".to_string())
+    })
+}
 
 /// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no reason to panic).
 pub fn report(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "fdu: {message}");
+    let _ = writeln!(std::io::stderr().lock(), "{}: {message}", program_name());
 }
 
 /// du's hint after a usage error.
 pub fn usage_hint() {
-    let _ = writeln!(std::io::stderr().lock(), "Try 'fdu --help' for more information.");
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "Try '{} --help' for more information.",
+        program_name()
+    );
 }
 
 /// An I/O error as coreutils words it ("No such file or directory"), without Rust's "(os error 2)".

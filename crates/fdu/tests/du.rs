@@ -261,7 +261,11 @@ fn bad_usage_exits_1_with_one_line() {
             assert_eq!(run(du.command(), args, dir.path()).status.code(), Some(1), "{args:?}");
         }
         assert!(fdu.stdout.is_empty());
-        assert!(String::from_utf8_lossy(&fdu.stderr).starts_with("fdu: "), "{args:?}");
+        // Named as started, as du names itself: here by the binary's path.
+        assert!(
+            String::from_utf8_lossy(&fdu.stderr).starts_with(&format!("{FDU}: ")),
+            "{args:?}"
+        );
     }
 }
 
@@ -451,4 +455,94 @@ fn links_that_cannot_be_followed() {
         std::os::unix::fs::symlink(target, dir.path().join("t").join(link)).unwrap();
     }
     same_as_du_in(&du, dir.path(), &["-L", "-a", "t"]);
+}
+
+/// du's messages name it as it was started (`argv[0]`), and fdu's do the
+/// same: started as `du` (a link of that name), its words are du's, byte
+/// for byte, on stdout and stderr.
+#[test]
+fn messages_and_warnings_as_du_words_them() {
+    use std::os::unix::process::CommandExt;
+    let Some(du) = references::gnu_du() else { return };
+    let dir = fixture();
+    for args in [
+        &["-t", "x", "t"][..],
+        &["--threshold=x", "t"],
+        &["-t", "-0", "t"],
+        &["-t", "-0k", "t"],
+        &["--threshold", "-00", "t"],
+        &["-t", "1x", "t"],
+        &["-B", "1x", "t"],
+        &["--block-size=1KX", "t"],
+        &["--inodes", "-b", "t"],
+        &["--inodes", "--apparent-size", "-s", "t"],
+        &["--inodes", "-b", "-s", "-a", "t"],
+        &["--time=mtime", "t"],
+        &["--time=", "t"],
+        &["--time=st", "-s", "t"],
+        &["--time", "--time-style=x", "-s", "t"],
+        &["--time", "--time-style=posix-iso", "-s", "t"],
+        &["--time", "--time-style=lo", "-s", "t"],
+        &["-s", "-d", "1", "t"],
+    ] {
+        let mut reference = du.command();
+        reference.arg0("du");
+        let mut ours = Command::new(FDU);
+        ours.arg0("du");
+        let expected = run(reference, args, dir.path());
+        let got = run(ours, args, dir.path());
+        assert_eq!(
+            String::from_utf8_lossy(&got.stderr),
+            String::from_utf8_lossy(&expected.stderr),
+            "stderr for {args:?}"
+        );
+        assert_eq!(
+            records(&got.stdout, b'\n'),
+            records(&expected.stdout, b'\n'),
+            "stdout for {args:?}"
+        );
+        assert_eq!(got.status.code(), expected.status.code(), "status for {args:?}");
+    }
+    // TIME_STYLE: "locale" is the default and `posix-` prefixes go, there only.
+    for style in ["locale", "posix-iso", "posix-posix-full-iso", "+%s", "x"] {
+        let args = ["--time", "-s", "t"];
+        let mut reference = du.command();
+        reference.arg0("du").env("TIME_STYLE", style);
+        let mut ours = Command::new(FDU);
+        ours.arg0("du").env("TIME_STYLE", style);
+        let expected = run(reference, &args, dir.path());
+        let got = run(ours, &args, dir.path());
+        assert_eq!(got.stderr, expected.stderr, "stderr with TIME_STYLE={style}");
+        assert_eq!(got.stdout, expected.stdout, "stdout with TIME_STYLE={style}");
+    }
+}
+
+/// A bind mount can put a directory inside itself (`mount --bind a a/b`):
+/// du leaves the directory that is its own ancestor out, silently, and
+/// counts nothing twice.
+#[test]
+fn a_bind_mount_cycle_is_left_out_silently() {
+    let Some(du) = references::gnu_du() else { return };
+    let dir = fixture();
+    let (outer, inner) = (dir.path().join("t/a"), dir.path().join("t/a/b"));
+    let mounted = Command::new("mount")
+        .arg("--bind")
+        .arg(&outer)
+        .arg(&inner)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        references::skip("cannot bind-mount here, so there is no directory cycle to leave out");
+        return;
+    }
+    let result = std::panic::catch_unwind(|| {
+        same_as_du_in(&du, dir.path(), &["-a", "t"]);
+        same_as_du_in(&du, dir.path(), &["t"]);
+        same_as_du_in(&du, dir.path(), &["-s", "t/a"]);
+        same_as_du_in(&du, dir.path(), &["-a", "t/a/b"]);
+    });
+    let _ = Command::new("umount").arg(&inner).status();
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
 }

@@ -268,7 +268,10 @@ fn fdu_prints_the_stored_outputs() {
     let mut checked = 0;
     for case in CASES.iter().filter(|c| with_sizes || !c.sizes) {
         checked += 1;
-        let ours = run(Command::new(env!("CARGO_BIN_EXE_fdu")), case.args, base);
+        // Started as `fdu` (messages name the program as it was started).
+        let mut fdu = Command::new(env!("CARGO_BIN_EXE_fdu"));
+        std::os::unix::process::CommandExt::arg0(&mut fdu, "fdu");
+        let ours = run(fdu, case.args, base);
         let text = render(case, &ours, &[]);
         if let Err(e) = stored.check(case.name, &text) {
             failures.push(format!("fdu: {e}"));

@@ -13,6 +13,8 @@ use fnd_test_support::references;
 
 fn fdu() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fdu"));
+    // Messages name the program as started: as `fdu`, they start "fdu: ".
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "fdu");
     cmd.stdin(Stdio::null()).arg("--no-progress");
     cmd
 }
@@ -214,7 +216,11 @@ fn unreadable_directories_are_reported_as_du_does() {
     let stderr = String::from_utf8_lossy(&ours.stderr);
     assert_eq!(
         stderr.trim_end(),
-        format!("fdu: cannot read directory '{}/locked': Permission denied", r.display())
+        format!(
+            "{}: cannot read directory '{}/locked': Permission denied",
+            env!("CARGO_BIN_EXE_fdu"),
+            r.display()
+        )
     );
     assert_eq!(ours.status.code(), Some(1));
     let paths: HashSet<Vec<u8>> = record_set(&ours.stdout)

@@ -2,11 +2,13 @@
 //! once. It changes how the walk waits, never what it finds.
 
 use std::fs;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
 fn fdu(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fdu"))
+        .arg0("fdu") // messages name the program as started
         .args(args)
         .current_dir(cwd)
         .env_remove("BLOCK_SIZE")

@@ -8,6 +8,8 @@ fn fdu(env: &[(&str, &str)]) -> Output {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("d")).unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_fdu"));
+    // Messages name the program as started: as `fdu`, they start "fdu: ".
+    std::os::unix::process::CommandExt::arg0(&mut cmd, "fdu");
     cmd.args(["--inodes", "d"]).current_dir(dir.path());
     for (size, rank) in fnd_mpi::launch::VARIABLES {
         cmd.env_remove(size).env_remove(rank);
