@@ -1,0 +1,127 @@
+//! Bringing an index up to date: one `stat` per indexed directory, on
+//! several threads, no `getdents64`; the directories whose stamp changed
+//! are read again with the walk (with any new subdirectories), the rest
+//! is copied from the old index.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fnd_walk::meta::stat_path;
+
+use crate::build::{list, now, write, Listing, Source};
+use crate::format::{Index, Stamp};
+
+/// The directories' paths, by row (rows are breadth-first, so a parent's
+/// path is known before its children's).
+fn dir_paths(index: &Index<'_>) -> Vec<Vec<u8>> {
+    let mut paths: Vec<Vec<u8>> = vec![Vec::new(); index.dir_count()];
+    paths[0] = index.root().to_vec();
+    for row in 0..index.dir_count() as u32 {
+        for e in index.dir(row).entries() {
+            if let Some(child) = e.dir {
+                let mut p = paths[row as usize].clone();
+                if !p.ends_with(b"/") {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(e.name);
+                paths[child as usize] = p;
+            }
+        }
+    }
+    paths
+}
+
+/// Which rows' stamps differ from the directory now at their path.
+fn changed_rows(index: &Index<'_>, paths: &[Vec<u8>], threads: usize) -> Vec<bool> {
+    let threads = threads.clamp(1, 64);
+    let mut changed = vec![false; paths.len()];
+    let found: Vec<Vec<usize>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    (t..paths.len())
+                        .step_by(threads)
+                        .filter(|&row| {
+                            let now = stat_path(Path::new(OsStr::from_bytes(&paths[row])), false);
+                            now.map_or(true, |m| !m.is_dir() || Stamp::from(&m) != index.dir(row as u32).stamp())
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for row in found.into_iter().flatten() {
+        changed[row] = true;
+    }
+    changed
+}
+
+/// How a refresh went.
+pub struct Refresh {
+    /// The new index's bytes; `None` when nothing changed.
+    pub bytes: Option<Vec<u8>>,
+    /// Directories whose stamp had changed.
+    pub changed: usize,
+}
+
+/// Check every directory of `index` and rebuild what changed, with
+/// `threads` threads. An error when the root itself is gone.
+pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
+    let root = Path::new(OsStr::from_bytes(index.root()));
+    if !stat_path(root, true)?.is_dir() {
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, "the indexed root is not a directory"));
+    }
+    let paths = dir_paths(index);
+    let changed = changed_rows(index, &paths, threads);
+    let n_changed = changed.iter().filter(|&&c| c).count();
+    if n_changed == 0 {
+        return Ok(Refresh {
+            bytes: None,
+            changed: 0,
+        });
+    }
+    // Walk from each changed directory whose parent is not read again
+    // anyway; prune there the unchanged subdirectories, kept as they are.
+    let mut roots = Vec::new();
+    let mut keep: HashMap<Vec<u8>, u32> = HashMap::new();
+    if changed[0] {
+        roots.push(PathBuf::from(OsStr::from_bytes(&paths[0])));
+    }
+    for row in 0..index.dir_count() {
+        for e in index.dir(row as u32).entries() {
+            let Some(child) = e.dir else { continue };
+            let c = child as usize;
+            if changed[c] && !changed[row] {
+                roots.push(PathBuf::from(OsStr::from_bytes(&paths[c])));
+            } else if !changed[c] && changed[row] {
+                keep.insert(paths[c].clone(), child);
+            }
+        }
+    }
+    let keep = Arc::new(keep);
+    let skip = {
+        let keep = keep.clone();
+        Arc::new(move |p: &[u8]| keep.contains_key(p)) as Arc<dyn Fn(&[u8]) -> bool + Send + Sync>
+    };
+    let listings = list(&roots, threads, Some(skip));
+    let empty = Listing::default();
+    let bytes = write(index.root(), now(), |path, kept| {
+        let kept = kept.or_else(|| keep.get(path).copied());
+        match kept {
+            Some(row) if !changed[row as usize] => {
+                let dir = index.dir(row);
+                Source::Kept(dir.stamp(), dir.entries().map(|e| (e.name, e.file_type, e.dir)).collect())
+            }
+            _ => Source::Listed(listings.get(path).unwrap_or(&empty)),
+        }
+    });
+    Ok(Refresh {
+        bytes: Some(bytes),
+        changed: n_changed,
+    })
+}
