@@ -36,29 +36,107 @@ fn dir_paths(index: &Index<'_>) -> Vec<Vec<u8>> {
 }
 
 /// Which rows' stamps differ from the directory now at their path.
+///
+/// Each directory is stat-ed relative to its parent, open with `O_PATH`
+/// (a one-component lookup): by full path, the kernel's path walk took
+/// three quarters of a refresh of 140k directories (940 ms against a
+/// 670 ms live walk). The subtrees two levels down are shared between the
+/// threads; the few directories above them are stat-ed by path.
 fn changed_rows(index: &Index<'_>, paths: &[Vec<u8>], threads: usize) -> Vec<bool> {
+    const CUT: usize = 2;
     let threads = threads.clamp(1, 64);
-    let mut changed = vec![false; paths.len()];
-    let found: Vec<Vec<usize>> = std::thread::scope(|s| {
+    let n = paths.len();
+    let differs = |row: u32, m: io::Result<fnd_walk::Metadata>| {
+        m.map_or(true, |m| !m.is_dir() || Stamp::from(&m) != index.dir(row).stamp())
+    };
+    // Depth of each row, and the rows at the cut.
+    let mut depth = vec![0usize; n];
+    let mut tasks = Vec::new();
+    let mut changed = vec![false; n];
+    for row in 0..n as u32 {
+        let d = depth[row as usize];
+        if d <= CUT {
+            changed[row as usize] = differs(row, stat_path(Path::new(OsStr::from_bytes(&paths[row as usize])), false));
+        }
+        if d == CUT {
+            tasks.push(row);
+        }
+        for e in index.dir(row).entries() {
+            if let Some(c) = e.dir {
+                depth[c as usize] = d + 1;
+            }
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found: Vec<Vec<u32>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
-            .map(|t| {
-                s.spawn(move || {
-                    (t..paths.len())
-                        .step_by(threads)
-                        .filter(|&row| {
-                            let now = stat_path(Path::new(OsStr::from_bytes(&paths[row])), false);
-                            now.map_or(true, |m| !m.is_dir() || Stamp::from(&m) != index.dir(row as u32).stamp())
-                        })
-                        .collect()
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&top) = tasks.get(t) else { break };
+                        check_below(index, top, &paths[top as usize], &differs, &mut out);
+                    }
+                    out
                 })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
     });
     for row in found.into_iter().flatten() {
-        changed[row] = true;
+        changed[row as usize] = true;
     }
     changed
+}
+
+/// Check every directory below `top`, each relative to its parent.
+fn check_below(
+    index: &Index<'_>,
+    top: u32,
+    path: &[u8],
+    differs: &impl Fn(u32, io::Result<fnd_walk::Metadata>) -> bool,
+    out: &mut Vec<u32>,
+) {
+    use rustix::fs::{Mode, OFlags, CWD};
+    use std::rc::Rc;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let has_subdirs = |row: u32| index.dir(row).entries().any(|e| e.dir.is_some());
+    if !has_subdirs(top) {
+        return;
+    }
+    let Ok(fd) = rustix::fs::openat(CWD, path, flags, Mode::empty()) else {
+        // Gone or unreadable: its parent's stamp says so, or it is re-read.
+        return;
+    };
+    let mut stack: Vec<(u32, Rc<rustix::fd::OwnedFd>)> = vec![(top, Rc::new(fd))];
+    while let Some((row, fd)) = stack.pop() {
+        for e in index.dir(row).entries() {
+            let Some(child) = e.dir else { continue };
+            let m = fnd_walk::meta::stat_at(std::os::fd::AsFd::as_fd(&*fd), e.name, false);
+            if differs(child, m) {
+                out.push(child);
+            }
+            if has_subdirs(child) {
+                if let Ok(cfd) = rustix::fs::openat(&*fd, e.name, flags, Mode::empty()) {
+                    stack.push((child, Rc::new(cfd)));
+                } else {
+                    // Its subdirectories cannot be checked: read them again.
+                    mark_all_below(index, child, out);
+                }
+            }
+        }
+    }
+}
+
+fn mark_all_below(index: &Index<'_>, row: u32, out: &mut Vec<u32>) {
+    let mut stack = vec![row];
+    while let Some(r) = stack.pop() {
+        for c in index.dir(r).entries().filter_map(|e| e.dir) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
 }
 
 /// How a refresh went.
@@ -71,7 +149,10 @@ pub struct Refresh {
 
 /// Check every directory of `index` and rebuild what changed, with
 /// `threads` threads. An error when the root itself is gone.
+///
+/// `threads`: 0 for one per core.
 pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
+    let threads = if threads == 0 { fnd_walk::cores() } else { threads };
     let root = Path::new(OsStr::from_bytes(index.root()));
     if !stat_path(root, true)?.is_dir() {
         return Err(io::Error::new(io::ErrorKind::NotADirectory, "the indexed root is not a directory"));
