@@ -342,7 +342,16 @@ pub fn run<W: Emit + Send>(
     freshness: Freshness,
     file: Option<&Path>,
     writer: impl Fn() -> W + Sync,
-) -> Result<Outcome, Search> {
+) -> Result<Outcome, Box<Search>> {
+    run_boxed(Box::new(search), freshness, file, writer)
+}
+
+fn run_boxed<W: Emit + Send>(
+    search: Box<Search>,
+    freshness: Freshness,
+    file: Option<&Path>,
+    writer: impl Fn() -> W + Sync,
+) -> Result<Outcome, Box<Search>> {
     if !replayable(&search) {
         return Err(search);
     }

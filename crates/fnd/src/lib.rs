@@ -22,7 +22,7 @@
 //! 8. `listing`, `exec`: printing results; running commands on them.
 //! 9. `forward` (feature `mpi`): a rank's output on its way to rank 0.
 //! 10. `results`: the sink, one writer per thread, bytes to one descriptor
-//!    (or, under MPI, to rank 0).
+//!     (or, under MPI, to rank 0).
 //! 11. `cli`: the command line, parsed.
 //! 12. `config`, `generate`: parsed options turned into a search and a
 //!     sink; completions and the man page.
@@ -90,7 +90,7 @@ pub fn run() -> ExitCode {
             };
             match indexed::run(cfg.search, freshness, cli.index_file.as_deref(), || sink.writer()) {
                 Ok(outcome) => outcome,
-                Err(search) => search::run(search, || sink.writer()),
+                Err(search) => search::run(*search, || sink.writer()),
             }
         }
     };

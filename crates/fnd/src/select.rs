@@ -80,7 +80,8 @@ impl Selection {
     /// Whether the entry is a result: name first, then what it is (which
     /// may need one stat, relative to `entry.dir_fd`).
     pub fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        self.name_matches(entry) && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+        self.name_matches(entry)
+            && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
     }
 }
 

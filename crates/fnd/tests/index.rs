@@ -49,9 +49,16 @@ fn tree() -> Tree {
     fs::create_dir(r.join(".git")).unwrap();
     write(r, ".gitignore", "target/\n*.log\n");
     write(r, "src/.ignore", "gen*\n");
-    for (i, name) in ["main.rs", "lib.rs", "lexer71.java", "query.c", "main_types.h", "README.md"]
-        .iter()
-        .enumerate()
+    for (i, name) in [
+        "main.rs",
+        "lib.rs",
+        "lexer71.java",
+        "query.c",
+        "main_types.h",
+        "README.md",
+    ]
+    .iter()
+    .enumerate()
     {
         write(r, name, &"x".repeat(i * 700));
         write(r, &format!("src/{name}"), "");
@@ -190,7 +197,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn below(&mut self, n: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) as usize) % n.max(1)
     }
 }

@@ -66,7 +66,10 @@ impl Visitor for Collect {
             None => self.listings.entry(path.to_vec()).or_default(),
         };
         if listing.stamp.is_none() {
-            listing.stamp = chunk.parent_fd().and_then(|fd| stat_fd(fd).ok()).map(|m| Stamp::from(&m));
+            listing.stamp = chunk
+                .parent_fd()
+                .and_then(|fd| stat_fd(fd).ok())
+                .map(|m| Stamp::from(&m));
         }
         for e in chunk.iter() {
             listing.push(e.name_bytes(), e.file_type());
@@ -75,9 +78,12 @@ impl Visitor for Collect {
     }
 }
 
+/// Which directories (by path) a listing leaves out.
+pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
 /// List `roots` and every directory below them, except those `skip`
 /// names (by path), with `threads` walking threads.
-pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Arc<dyn Fn(&[u8]) -> bool + Send + Sync>>) -> Listings {
+pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
         walk = walk.add_root(root);

@@ -479,7 +479,13 @@ mod tests {
         w.add_dir(Stamp::default(), 0);
         w.add_entry(b"a", FileType::Dir, 1);
         w.add_entry(b"b", FileType::Symlink, NO_DIR);
-        w.add_dir(Stamp { ino: 7, ..Stamp::default() }, 1);
+        w.add_dir(
+            Stamp {
+                ino: 7,
+                ..Stamp::default()
+            },
+            1,
+        );
         w.add_entry(b".gitignore", FileType::File, NO_DIR);
         w.finish()
     }

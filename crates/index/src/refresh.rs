@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use fnd_walk::meta::stat_path;
 
-use crate::build::{list, now, write, Listing, Source};
+use crate::build::{list, now, write, Listing, Skip, Source};
 use crate::format::{Index, Stamp};
 
 /// The directories' paths, by row (rows are breadth-first, so a parent's
@@ -56,7 +56,10 @@ fn changed_rows(index: &Index<'_>, paths: &[Vec<u8>], threads: usize) -> Vec<boo
     for row in 0..n as u32 {
         let d = depth[row as usize];
         if d <= CUT {
-            changed[row as usize] = differs(row, stat_path(Path::new(OsStr::from_bytes(&paths[row as usize])), false));
+            changed[row as usize] = differs(
+                row,
+                stat_path(Path::new(OsStr::from_bytes(&paths[row as usize])), false),
+            );
         }
         if d == CUT {
             tasks.push(row);
@@ -155,7 +158,10 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     let threads = if threads == 0 { fnd_walk::cores() } else { threads };
     let root = Path::new(OsStr::from_bytes(index.root()));
     if !stat_path(root, true)?.is_dir() {
-        return Err(io::Error::new(io::ErrorKind::NotADirectory, "the indexed root is not a directory"));
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "the indexed root is not a directory",
+        ));
     }
     let paths = dir_paths(index);
     let changed = changed_rows(index, &paths, threads);
@@ -187,7 +193,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     let keep = Arc::new(keep);
     let skip = {
         let keep = keep.clone();
-        Arc::new(move |p: &[u8]| keep.contains_key(p)) as Arc<dyn Fn(&[u8]) -> bool + Send + Sync>
+        Arc::new(move |p: &[u8]| keep.contains_key(p)) as Skip
     };
     let listings = list(&roots, threads, Some(skip));
     let empty = Listing::default();
@@ -196,7 +202,10 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
         match kept {
             Some(row) if !changed[row as usize] => {
                 let dir = index.dir(row);
-                Source::Kept(dir.stamp(), dir.entries().map(|e| (e.name, e.file_type, e.dir)).collect())
+                Source::Kept(
+                    dir.stamp(),
+                    dir.entries().map(|e| (e.name, e.file_type, e.dir)).collect(),
+                )
             }
             _ => Source::Listed(listings.get(path).unwrap_or(&empty)),
         }

@@ -35,7 +35,10 @@ pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
 
 /// Replace `file` with `bytes` atomically, creating its folder (0700) if need be.
 pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     let mut tmp_name = file.file_name().unwrap_or_default().to_os_string();
     tmp_name.push(format!(".{}.tmp", std::process::id()));
