@@ -47,8 +47,26 @@ impl Listing {
     }
 }
 
+/// FNV-1a, for paths: the standard SipHash showed up in a build's profile.
+#[derive(Default)]
+pub struct PathHasher(u64);
+
+impl std::hash::Hasher for PathHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 /// Listings by directory path (the walk's prefix without its `/`).
-pub type Listings = HashMap<Vec<u8>, Listing>;
+pub type Listings = HashMap<Vec<u8>, Listing, std::hash::BuildHasherDefault<PathHasher>>;
 
 struct Collect {
     listings: Listings,
@@ -99,12 +117,17 @@ pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
             }
         });
     }
-    let mut all: Listings = HashMap::new();
+    let mut all = Listings::default();
     walk.visit(
         || Collect {
-            listings: HashMap::new(),
+            listings: Listings::default(),
         },
         |c| {
+            if all.is_empty() {
+                all = c.listings;
+                return;
+            }
+            all.reserve(c.listings.len());
             for (path, listing) in c.listings {
                 match all.get_mut(&path) {
                     None => {
@@ -140,11 +163,18 @@ pub enum Source<'a> {
     Kept(Stamp, Vec<(&'a [u8], FileType, Option<u32>)>),
 }
 
-/// Write the index of `root` (a real path), the directory at each path
+/// Write the index of `root` (a real path; about `size`: directories,
+/// entries, bytes of names), the directory at each path
 /// found through `source` (given the path, and the row `Source::Kept`
 /// gave it, if any; the root's is 0).
-pub fn write<'a>(root: &[u8], built_at: i64, mut source: impl FnMut(&[u8], Option<u32>) -> Source<'a>) -> Vec<u8> {
+pub fn write<'a>(
+    root: &[u8],
+    built_at: i64,
+    size: (usize, usize, usize),
+    mut source: impl FnMut(&[u8], Option<u32>) -> Source<'a>,
+) -> Vec<u8> {
     let mut w = IndexWriter::new(root, built_at);
+    w.reserve(size.0, size.1, size.2);
     let mut queue = std::collections::VecDeque::new();
     queue.push_back((root.to_vec(), Some(0)));
     let mut next_row = 1u32;
@@ -175,6 +205,13 @@ pub fn write<'a>(root: &[u8], built_at: i64, mut source: impl FnMut(&[u8], Optio
     w.finish()
 }
 
+/// Directories, entries and bytes of names in `listings`.
+pub fn sizes(listings: &Listings) -> (usize, usize, usize) {
+    listings.values().fold((listings.len(), 0, 0), |(d, e, n), l| {
+        (d, e + l.entries.len(), n + l.names.len())
+    })
+}
+
 /// Seconds since the epoch.
 pub fn now() -> i64 {
     std::time::SystemTime::now()
@@ -196,7 +233,8 @@ pub fn now() -> i64 {
 pub fn build(root: &Path, threads: usize) -> Vec<u8> {
     let listings = list(&[root.to_path_buf()], threads, None);
     let empty = Listing::default();
-    write(root.as_os_str().as_bytes(), now(), |path, _| {
+    let size = sizes(&listings);
+    write(root.as_os_str().as_bytes(), now(), size, |path, _| {
         Source::Listed(listings.get(path).unwrap_or(&empty))
     })
 }

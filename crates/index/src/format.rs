@@ -13,7 +13,7 @@
 //!          names
 //! ```
 //!
-//! Directories are in depth-first preorder from the root (row 0), so a
+//! Directories are breadth-first from the root (row 0), so a
 //! subdirectory's row is always greater than its parent's: a reader never
 //! loops, whatever the bytes say. Each directory's entries are contiguous
 //! and sorted by name. [`Index::parse`] checks everything before anything
@@ -137,7 +137,7 @@ pub fn seal(file: &mut [u8]) {
     }
 }
 
-/// Writes an index: directories in preorder, each with its entries.
+/// Writes an index: directories breadth-first, each with its entries.
 ///
 /// ```
 /// use fnd_index::format::{Index, IndexWriter, Stamp, NO_DIR};
@@ -178,7 +178,15 @@ impl IndexWriter {
         }
     }
 
-    /// Start the next directory in preorder; its entries follow with
+    /// Room for `dirs` directories, `entries` entries and `names` bytes of
+    /// names, so the tables are not copied as they grow.
+    pub fn reserve(&mut self, dirs: usize, entries: usize, names: usize) {
+        self.dirs.reserve(dirs * DIR_ROW);
+        self.entries.reserve(entries * ENTRY_ROW);
+        self.names.reserve(names);
+    }
+
+    /// Start the next directory (breadth-first); its entries follow with
     /// [`add_entry`](Self::add_entry). Returns its row.
     pub fn add_dir(&mut self, stamp: Stamp, ignore_files: u32) -> u32 {
         let row = self.n_dirs;
@@ -387,6 +395,11 @@ impl<'a> Index<'a> {
 
     pub fn dir_count(&self) -> usize {
         self.dirs.len() / DIR_ROW
+    }
+
+    /// Bytes of names.
+    pub fn names_len(&self) -> usize {
+        self.names.len()
     }
 
     pub fn entry_count(&self) -> usize {

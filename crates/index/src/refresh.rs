@@ -208,7 +208,8 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     };
     let listings = list(&roots, threads, Some(skip));
     let empty = Listing::default();
-    let bytes = write(index.root(), now(), |path, kept| {
+    let size = (index.dir_count(), index.entry_count(), index.names_len());
+    let bytes = write(index.root(), now(), size, |path, kept| {
         let kept = kept.or_else(|| keep.get(path).copied());
         match kept {
             Some(row) if !changed[row as usize] => {
