@@ -382,3 +382,24 @@ fn the_index_is_private() {
         assert_eq!(e.unwrap().metadata().unwrap().mode() & 0o777, 0o600);
     }
 }
+
+#[test]
+fn stale_ok_says_how_old_an_old_index_is() {
+    let t = tree();
+    let file = t.cache.path().join("old.idx");
+    let file_arg = file.to_str().unwrap();
+    assert!(t.fnd(&["--build-index", "--index-file", file_arg]).status.success());
+    let fresh = t.fnd(&["--indexed=stale-ok", "--index-file", file_arg, "main"]);
+    assert!(fresh.stderr.is_empty());
+    // Built three hours ago, as far as the header says.
+    let mut bytes = fs::read(&file).unwrap();
+    let built = i64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    bytes[16..24].copy_from_slice(&(built - 3 * 3600 - 120).to_le_bytes());
+    fnd_index::format::seal(&mut bytes);
+    fs::write(&file, bytes).unwrap();
+    let old = t.fnd(&["--indexed=stale-ok", "--index-file", file_arg, "main"]);
+    assert_eq!(sorted(&old.stdout), sorted(&fresh.stdout));
+    let err = String::from_utf8_lossy(&old.stderr);
+    assert!(err.contains("is 3 h 2 min old"), "{err}");
+    assert_eq!(err.lines().count(), 1);
+}
