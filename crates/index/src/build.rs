@@ -1,8 +1,10 @@
 //! Building an index: the live walk, unfiltered (as `fnd -u` walks), each
-//! directory's listing kept as the walk hands it over, its stamp taken
-//! with one `fstat` of the descriptor the walk already holds; then the
-//! listings written out breadth-first, each directory's entries sorted
-//! (no sort of the whole tree).
+//! directory's listing kept as the walk hands it over, each subdirectory's
+//! stamp taken by its parent's reader with an `fstatat` on the descriptor
+//! the walk already holds (before the subdirectory is read, so a change
+//! during the build shows at the next check); then the listings written
+//! out breadth-first, each directory's entries sorted (no sort of the
+//! whole tree).
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -10,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use fnd_walk::meta::{stat_fd, stat_path};
+use fnd_walk::meta::{stat_at, stat_fd, stat_path};
 use fnd_walk::{Chunk, FileType, Flow, RawEntry, Visitor, WalkBuilder};
 
 use crate::format::{ignore_bits, IndexWriter, Stamp, NO_DIR};
@@ -20,26 +22,35 @@ use crate::format::{ignore_bits, IndexWriter, Stamp, NO_DIR};
 pub struct Listing {
     pub stamp: Option<Stamp>,
     names: Vec<u8>,
-    /// (end of the name in `names`, type).
-    entries: Vec<(u32, FileType)>,
+    /// (end of the name in `names`, type, its row in `stamps` or `u32::MAX`).
+    entries: Vec<(u32, FileType, u32)>,
+    /// Stamps of the subdirectories, taken as they were listed here.
+    stamps: Vec<Stamp>,
 }
 
 impl Listing {
-    fn push(&mut self, name: &[u8], file_type: FileType) {
+    fn push(&mut self, name: &[u8], file_type: FileType, stamp: Option<Stamp>) {
         self.names.extend_from_slice(name);
-        self.entries.push((self.names.len() as u32, file_type));
+        let at = match stamp {
+            Some(s) => {
+                self.stamps.push(s);
+                self.stamps.len() as u32 - 1
+            }
+            None => u32::MAX,
+        };
+        self.entries.push((self.names.len() as u32, file_type, at));
     }
 
-    /// The entries sorted by name.
-    pub fn sorted(&self) -> Vec<(&[u8], FileType)> {
+    /// The entries sorted by name, with the subdirectories' stamps.
+    pub fn sorted(&self) -> Vec<(&[u8], FileType, Option<Stamp>)> {
         let mut start = 0;
-        let mut out: Vec<(&[u8], FileType)> = self
+        let mut out: Vec<(&[u8], FileType, Option<Stamp>)> = self
             .entries
             .iter()
-            .map(|&(end, t)| {
+            .map(|&(end, t, at)| {
                 let name = &self.names[start..end as usize];
                 start = end as usize;
-                (name, t)
+                (name, t, self.stamps.get(at as usize).copied())
             })
             .collect();
         out.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -83,14 +94,20 @@ impl Visitor for Collect {
             Some(l) => l,
             None => self.listings.entry(path.to_vec()).or_default(),
         };
-        if listing.stamp.is_none() {
-            listing.stamp = chunk
-                .parent_fd()
-                .and_then(|fd| stat_fd(fd).ok())
-                .map(|m| Stamp::from(&m));
+        let fd = chunk.parent_fd();
+        if listing.stamp.is_none() && chunk.depth() == 1 {
+            // A root's: no parent of the walk took it.
+            listing.stamp = fd.and_then(|fd| stat_fd(fd).ok()).map(|m| Stamp::from(&m));
         }
         for e in chunk.iter() {
-            listing.push(e.name_bytes(), e.file_type());
+            // A subdirectory's stamp, taken before it is read (a change
+            // while it is read then shows at the next check), relative to
+            // the open parent: an empty directory needs no stat of its own.
+            let stamp = match (e.file_type(), fd) {
+                (FileType::Dir, Some(fd)) => stat_at(fd, e.name_bytes(), false).ok().map(|m| Stamp::from(&m)),
+                _ => None,
+            };
+            listing.push(e.name_bytes(), e.file_type(), stamp);
         }
         Flow::Continue
     }
@@ -135,8 +152,8 @@ pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
                     }
                     Some(l) => {
                         // One directory in chunks read by several threads.
-                        for (name, t) in listing.sorted() {
-                            l.push(name, t);
+                        for (name, t, stamp) in listing.sorted() {
+                            l.push(name, t, stamp);
                         }
                         l.stamp = l.stamp.or(listing.stamp);
                     }
@@ -163,6 +180,10 @@ pub enum Source<'a> {
     Kept(Stamp, Vec<(&'a [u8], FileType, Option<u32>)>),
 }
 
+/// An entry on its way to the file: name, type, the row its directory is
+/// kept from, the stamp its listing took.
+type ToWrite<'a> = (&'a [u8], FileType, Option<u32>, Option<Stamp>);
+
 /// Write the index of `root` (a real path; about `size`: directories,
 /// entries, bytes of names), the directory at each path
 /// found through `source` (given the path, and the row `Source::Kept`
@@ -176,25 +197,25 @@ pub fn write<'a>(
     let mut w = IndexWriter::new(root, built_at);
     w.reserve(size.0, size.1, size.2);
     let mut queue = std::collections::VecDeque::new();
-    queue.push_back((root.to_vec(), Some(0)));
+    queue.push_back((root.to_vec(), Some(0), None));
     let mut next_row = 1u32;
-    while let Some((path, kept)) = queue.pop_front() {
-        let (stamp, entries) = match source(&path, kept) {
+    while let Some((path, kept, listed_stamp)) = queue.pop_front() {
+        let (stamp, entries): (Stamp, Vec<ToWrite<'_>>) = match source(&path, kept) {
             Source::Listed(l) => (
-                l.stamp.unwrap_or_else(|| stamp_of(&path)),
-                l.sorted().into_iter().map(|(n, t)| (n, t, None)).collect(),
+                listed_stamp.or(l.stamp).unwrap_or_else(|| stamp_of(&path)),
+                l.sorted().into_iter().map(|(n, t, s)| (n, t, None, s)).collect(),
             ),
-            Source::Kept(stamp, entries) => (stamp, entries),
+            Source::Kept(stamp, entries) => (stamp, entries.into_iter().map(|(n, t, k)| (n, t, k, None)).collect()),
         };
         w.add_dir(stamp, ignore_bits(entries.iter().map(|e| e.0)));
-        for (name, t, kept) in entries {
+        for (name, t, kept, child_stamp) in entries {
             if t == FileType::Dir {
                 let mut child = path.clone();
                 if !child.ends_with(b"/") {
                     child.push(b'/');
                 }
                 child.extend_from_slice(name);
-                queue.push_back((child, kept));
+                queue.push_back((child, kept, child_stamp));
                 w.add_entry(name, t, next_row);
                 next_row += 1;
             } else {
