@@ -338,6 +338,19 @@ pub struct Cli {
     pub max_buffer_time: Option<u64>,
 
     /// Do not descend into other file systems (aliases: --mount, --xdev).
+    /// Build an index of each path (default: the working directory) for --indexed
+    #[arg(long, conflicts_with = "indexed")]
+    pub build_index: bool,
+
+    /// Answer from the index of the search path (checked: bring it up to date first)
+    #[arg(long, value_enum, value_name = "freshness", require_equals = true, num_args = 0..=1,
+          default_missing_value = "checked")]
+    pub indexed: Option<IndexedArg>,
+
+    /// The index file to build or to search, instead of the cache's
+    #[arg(long, value_name = "file", hide_short_help = true)]
+    pub index_file: Option<PathBuf>,
+
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,
 
@@ -357,4 +370,13 @@ pub struct Cli {
     /// (beyond fd; implies a single thread).
     #[arg(long, value_enum, value_name = "key", hide_short_help = true)]
     pub sort: Option<SortArg>,
+}
+
+/// How fresh an indexed answer must be (`--indexed=…`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IndexedArg {
+    /// Check every indexed directory and re-read the changed ones first.
+    Checked,
+    /// Answer from the index as it is.
+    StaleOk,
 }

@@ -133,7 +133,7 @@ fn components(path: &[u8]) -> impl Iterator<Item = Component<'_>> {
 /// so a name sorts before the longer names it starts). Built once per
 /// path (`sort_by_cached_key`), the keys sort with `memcmp`; comparing components on the fly took
 /// 6% of a search's CPU time for 836 results.
-fn sort_key(path: &[u8]) -> Vec<u8> {
+pub fn sort_key(path: &[u8]) -> Vec<u8> {
     let mut key = Vec::with_capacity(path.len() + 4);
     for component in components(path) {
         match component {

@@ -366,6 +366,15 @@ impl EntryFilters {
         self.types.is_none() && self.owner.is_none() && self.sizes.is_empty() && self.times.is_empty()
     }
 
+    /// Whether judging an entry may touch the file system (a stat, an
+    /// access check, a listing), not only its listed type.
+    pub fn reads_entries(&self) -> bool {
+        self.owner.is_some()
+            || !self.sizes.is_empty()
+            || !self.times.is_empty()
+            || self.types.as_ref().is_some_and(|t| t.executable_only || t.empty_only)
+    }
+
     pub fn matches(&self, c: &Candidate<'_, '_>) -> bool {
         if let Some(types) = &self.types {
             if !types.matches(c) {

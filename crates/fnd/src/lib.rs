@@ -16,15 +16,17 @@
 //! 4. `select`, `early`: the two together, judged on one entry
 //!    ([`select::Selection`]); fd's first 100 ms of sorted results.
 //! 5. `search`: the walk that judges entries and hands results on.
-//! 6. `format`, `color`, `hyperlink`: how one result looks.
-//! 7. `listing`, `exec`: printing results; running commands on them.
-//! 8. `forward` (feature `mpi`): a rank's output on its way to rank 0.
-//! 9. `results`: the sink, one writer per thread, bytes to one descriptor
-//!    (or, under MPI, to rank 0).
-//! 10. `cli`: the command line, parsed.
-//! 11. `config`, `generate`: parsed options turned into a search and a
+//! 6. `indexed`: the same judging and handing on, over an index of the
+//!    tree instead of the tree (`--indexed`); building indexes.
+//! 7. `format`, `color`, `hyperlink`: how one result looks.
+//! 8. `listing`, `exec`: printing results; running commands on them.
+//! 9. `forward` (feature `mpi`): a rank's output on its way to rank 0.
+//! 10. `results`: the sink, one writer per thread, bytes to one descriptor
+//!     (or, under MPI, to rank 0).
+//! 11. `cli`: the command line, parsed.
+//! 12. `config`, `generate`: parsed options turned into a search and a
 //!     sink; completions and the man page.
-//! 12. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
+//! 13. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
 //!
 //! [`run`] puts them together: options → config → search → sink.
 
@@ -42,6 +44,7 @@ pub mod forward;
 pub mod found;
 pub mod generate;
 pub mod hyperlink;
+pub mod indexed;
 pub mod listing;
 pub mod paths;
 pub mod pattern;
@@ -67,6 +70,9 @@ pub fn run() -> ExitCode {
     if let Some(code) = generate::requested(&cli) {
         return code;
     }
+    if cli.build_index {
+        return build_indexes(&cli).exit_code();
+    }
     let cfg = match Config::new(&cli) {
         Ok(cfg) => cfg,
         Err(msg) => {
@@ -75,11 +81,37 @@ pub fn run() -> ExitCode {
         }
     };
     let sink = Sink::new(cfg.output, Writer::stdout());
-    let outcome = search::run(cfg.search, || sink.writer());
+    let outcome = match cli.indexed {
+        None => search::run(cfg.search, || sink.writer()),
+        Some(freshness) => {
+            let freshness = match freshness {
+                cli::IndexedArg::Checked => indexed::Freshness::Checked,
+                cli::IndexedArg::StaleOk => indexed::Freshness::StaleOk,
+            };
+            match indexed::run(cfg.search, freshness, cli.index_file.as_deref(), || sink.writer()) {
+                Ok(outcome) => outcome,
+                Err(search) => search::run(*search, || sink.writer()),
+            }
+        }
+    };
     if !sink.finish() {
         // Output failed or ended early, or a command failed or could not
         // run: fd exits 1.
         return Outcome::Error.exit_code();
     }
     outcome.exit_code()
+}
+
+/// `--build-index [PATH...]`: the pattern's place holds the first path.
+fn build_indexes(cli: &Cli) -> Outcome {
+    let mut roots: Vec<std::path::PathBuf> = Vec::new();
+    if !cli.pattern.is_empty() {
+        roots.push(cli.pattern.clone().into());
+    }
+    roots.extend(cli.path.iter().cloned());
+    if roots.is_empty() {
+        roots.push(".".into());
+    }
+    let threads = cli.threads.map_or_else(fnd_walk::cores, |n| n.get());
+    indexed::build_indexes(&roots, cli.index_file.as_deref(), threads)
 }

@@ -88,11 +88,11 @@ pub enum MetadataKey {
 }
 
 /// The walk's filter: ignore rules first, then the search criteria.
-struct Finder {
-    ignore: Option<IgnoreFilter>,
-    selection: Selection,
-    min_depth: usize,
-    prune: bool,
+pub struct Finder {
+    pub ignore: Option<IgnoreFilter>,
+    pub selection: Selection,
+    pub min_depth: usize,
+    pub prune: bool,
 }
 
 impl EntryFilter for Finder {

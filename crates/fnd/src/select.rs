@@ -60,17 +60,28 @@ impl Selection {
         self.matcher.matches_all() && self.filters.is_empty()
     }
 
-    /// Whether the entry is a result: name first, then what it is (which
-    /// may need one stat, relative to `entry.dir_fd`).
-    pub fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        let name_ok = MATCHING.with_borrow_mut(|Matching { scratch, matcher }| {
+    /// Whether judging an entry may touch the file system (relative to
+    /// its `dir_fd`), not only its name and listed type.
+    pub fn reads_entries(&self) -> bool {
+        self.filters.reads_entries()
+    }
+
+    /// Whether the entry's name (or path, with `-p`) matches, whatever it is.
+    pub fn name_matches(&self, entry: &RawEntry<'_>) -> bool {
+        MATCHING.with_borrow_mut(|Matching { scratch, matcher }| {
             let matcher = match matcher {
                 Some((id, m)) if *id == self.id => m,
                 _ => &matcher.insert((self.id, self.matcher.clone())).1,
             };
             matcher.matches(entry.parent_prefix, entry.name, scratch)
-        });
-        name_ok && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+        })
+    }
+
+    /// Whether the entry is a result: name first, then what it is (which
+    /// may need one stat, relative to `entry.dir_fd`).
+    pub fn is_result(&self, entry: &RawEntry<'_>) -> bool {
+        self.name_matches(entry)
+            && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
     }
 }
 

@@ -17,6 +17,8 @@ fn modules_import_only_downwards() {
             // Both, judged on one entry; fd's first 100 ms.
             &["select", "early"],
             &["search"],
+            // The same over an index of the tree.
+            &["indexed"],
             // How one result looks.
             &["format", "color", "hyperlink"],
             // Printing results, or running commands on them.

@@ -1,0 +1,261 @@
+//! Building an index: the live walk, unfiltered (as `fnd -u` walks), each
+//! directory's listing kept as the walk hands it over, each subdirectory's
+//! stamp taken by its parent's reader with an `fstatat` on the descriptor
+//! the walk already holds (before the subdirectory is read, so a change
+//! during the build shows at the next check); then the listings written
+//! out breadth-first, each directory's entries sorted (no sort of the
+//! whole tree).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fnd_walk::meta::{stat_at, stat_fd, stat_path};
+use fnd_walk::{Chunk, FileType, Flow, RawEntry, Visitor, WalkBuilder};
+
+use crate::format::{ignore_bits, IndexWriter, Stamp, NO_DIR};
+
+/// One directory's entries as the walk listed them.
+#[derive(Default)]
+pub struct Listing {
+    pub stamp: Option<Stamp>,
+    names: Vec<u8>,
+    /// (end of the name in `names`, type, its row in `stamps` or `u32::MAX`).
+    entries: Vec<(u32, FileType, u32)>,
+    /// Stamps of the subdirectories, taken as they were listed here.
+    stamps: Vec<Stamp>,
+}
+
+impl Listing {
+    fn push(&mut self, name: &[u8], file_type: FileType, stamp: Option<Stamp>) {
+        self.names.extend_from_slice(name);
+        let at = match stamp {
+            Some(s) => {
+                self.stamps.push(s);
+                self.stamps.len() as u32 - 1
+            }
+            None => u32::MAX,
+        };
+        self.entries.push((self.names.len() as u32, file_type, at));
+    }
+
+    /// The entries sorted by name, with the subdirectories' stamps.
+    pub fn sorted(&self) -> Vec<(&[u8], FileType, Option<Stamp>)> {
+        let mut start = 0;
+        let mut out: Vec<(&[u8], FileType, Option<Stamp>)> = self
+            .entries
+            .iter()
+            .map(|&(end, t, at)| {
+                let name = &self.names[start..end as usize];
+                start = end as usize;
+                (name, t, self.stamps.get(at as usize).copied())
+            })
+            .collect();
+        out.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        out
+    }
+}
+
+/// FNV-1a, for paths: the standard SipHash showed up in a build's profile.
+#[derive(Default)]
+pub struct PathHasher(u64);
+
+impl std::hash::Hasher for PathHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0 ^ 0xcbf2_9ce4_8422_2325;
+        for &b in bytes {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+/// Listings by directory path (the walk's prefix without its `/`).
+pub type Listings = HashMap<Vec<u8>, Listing, std::hash::BuildHasherDefault<PathHasher>>;
+
+struct Collect {
+    listings: Listings,
+}
+
+impl Visitor for Collect {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+        let prefix = chunk.prefix();
+        let path = match prefix.strip_suffix(b"/") {
+            Some(p) if !p.is_empty() => p,
+            _ => prefix,
+        };
+        let listing = match self.listings.get_mut(path) {
+            Some(l) => l,
+            None => self.listings.entry(path.to_vec()).or_default(),
+        };
+        let fd = chunk.parent_fd();
+        if listing.stamp.is_none() && chunk.depth() == 1 {
+            // A root's: no parent of the walk took it.
+            listing.stamp = fd.and_then(|fd| stat_fd(fd).ok()).map(|m| Stamp::from(&m));
+        }
+        for e in chunk.iter() {
+            // A subdirectory's stamp, taken before it is read (a change
+            // while it is read then shows at the next check), relative to
+            // the open parent: an empty directory needs no stat of its own.
+            let stamp = match (e.file_type(), fd) {
+                (FileType::Dir, Some(fd)) => stat_at(fd, e.name_bytes(), false).ok().map(|m| Stamp::from(&m)),
+                _ => None,
+            };
+            listing.push(e.name_bytes(), e.file_type(), stamp);
+        }
+        Flow::Continue
+    }
+}
+
+/// Which directories (by path) a listing leaves out.
+pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
+
+/// List `roots` and every directory below them, except those `skip`
+/// names (by path), with `threads` walking threads.
+pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
+    let mut walk = WalkBuilder::new(&roots[0]);
+    for root in &roots[1..] {
+        walk = walk.add_root(root);
+    }
+    walk = walk.threads(threads).min_depth(1).lenient(true);
+    if let Some(skip) = skip {
+        walk = walk.prune(move |e: &RawEntry<'_>| {
+            e.is_dir() && {
+                let mut p = Vec::with_capacity(e.parent_prefix.len() + e.name.len());
+                p.extend_from_slice(e.parent_prefix);
+                p.extend_from_slice(e.name);
+                skip(&p)
+            }
+        });
+    }
+    let mut all = Listings::default();
+    walk.visit(
+        || Collect {
+            listings: Listings::default(),
+        },
+        |c| {
+            if all.is_empty() {
+                all = c.listings;
+                return;
+            }
+            all.reserve(c.listings.len());
+            for (path, listing) in c.listings {
+                match all.get_mut(&path) {
+                    None => {
+                        all.insert(path, listing);
+                    }
+                    Some(l) => {
+                        // One directory in chunks read by several threads.
+                        for (name, t, stamp) in listing.sorted() {
+                            l.push(name, t, stamp);
+                        }
+                        l.stamp = l.stamp.or(listing.stamp);
+                    }
+                }
+            }
+        },
+    );
+    all
+}
+
+/// The stamp of the directory at `path`, when no listing carried one.
+pub fn stamp_of(path: &[u8]) -> Stamp {
+    stat_path(Path::new(OsStr::from_bytes(path)), false)
+        .map(|m| Stamp::from(&m))
+        .unwrap_or_default()
+}
+
+/// Where a directory's entries come from when an index is written.
+pub enum Source<'a> {
+    /// A fresh listing.
+    Listed(&'a Listing),
+    /// Something else (an old index): the entries, and for each
+    /// subdirectory, the source of its own (`None`: list it fresh by path).
+    Kept(Stamp, Vec<(&'a [u8], FileType, Option<u32>)>),
+}
+
+/// An entry on its way to the file: name, type, the row its directory is
+/// kept from, the stamp its listing took.
+type ToWrite<'a> = (&'a [u8], FileType, Option<u32>, Option<Stamp>);
+
+/// Write the index of `root` (a real path; about `size`: directories,
+/// entries, bytes of names), the directory at each path
+/// found through `source` (given the path, and the row `Source::Kept`
+/// gave it, if any; the root's is 0).
+pub fn write<'a>(
+    root: &[u8],
+    built_at: i64,
+    size: (usize, usize, usize),
+    mut source: impl FnMut(&[u8], Option<u32>) -> Source<'a>,
+) -> Vec<u8> {
+    let mut w = IndexWriter::new(root, built_at);
+    w.reserve(size.0, size.1, size.2);
+    let mut queue = std::collections::VecDeque::new();
+    queue.push_back((root.to_vec(), Some(0), None));
+    let mut next_row = 1u32;
+    while let Some((path, kept, listed_stamp)) = queue.pop_front() {
+        let (stamp, entries): (Stamp, Vec<ToWrite<'_>>) = match source(&path, kept) {
+            Source::Listed(l) => (
+                listed_stamp.or(l.stamp).unwrap_or_else(|| stamp_of(&path)),
+                l.sorted().into_iter().map(|(n, t, s)| (n, t, None, s)).collect(),
+            ),
+            Source::Kept(stamp, entries) => (stamp, entries.into_iter().map(|(n, t, k)| (n, t, k, None)).collect()),
+        };
+        w.add_dir(stamp, ignore_bits(entries.iter().map(|e| e.0)));
+        for (name, t, kept, child_stamp) in entries {
+            if t == FileType::Dir {
+                let mut child = path.clone();
+                if !child.ends_with(b"/") {
+                    child.push(b'/');
+                }
+                child.extend_from_slice(name);
+                queue.push_back((child, kept, child_stamp));
+                w.add_entry(name, t, next_row);
+                next_row += 1;
+            } else {
+                w.add_entry(name, t, NO_DIR);
+            }
+        }
+    }
+    w.finish()
+}
+
+/// Directories, entries and bytes of names in `listings`.
+pub fn sizes(listings: &Listings) -> (usize, usize, usize) {
+    listings.values().fold((listings.len(), 0, 0), |(d, e, n), l| {
+        (d, e + l.entries.len(), n + l.names.len())
+    })
+}
+
+/// Seconds since the epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Build the index of `root` (a real path) with `threads` walking threads.
+///
+/// ```
+/// # let dir = tempfile::tempdir().unwrap();
+/// # std::fs::create_dir(dir.path().join("src")).unwrap();
+/// # std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
+/// let root = dir.path().canonicalize().unwrap();
+/// let bytes = fnd_index::build::build(&root, 2);
+/// let index = fnd_index::format::Index::parse(&bytes).unwrap();
+/// assert_eq!(index.entry_count(), 2);
+/// ```
+pub fn build(root: &Path, threads: usize) -> Vec<u8> {
+    let listings = list(&[root.to_path_buf()], threads, None);
+    let empty = Listing::default();
+    let size = sizes(&listings);
+    write(root.as_os_str().as_bytes(), now(), size, |path, _| {
+        Source::Listed(listings.get(path).unwrap_or(&empty))
+    })
+}

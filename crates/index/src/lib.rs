@@ -1,0 +1,37 @@
+//! An index of directory trees for `fnd`: every entry's path bytes and
+//! type, each directory's identity and change stamp (device, inode,
+//! mtime, ctime) and the ignore files it holds; built with the walk,
+//! stored compactly, replaced atomically, read through a memory map, and
+//! brought up to date with one `stat` per directory.
+//!
+//! The modules are in layers, each using only those below it (checked by
+//! `tests/layers.rs`):
+//! 1. `format`: the file's bytes, written ([`format::IndexWriter`]) and
+//!    checked and read ([`format::Index`]); a damaged file is an error.
+//! 2. `build`: the walk's listings of a tree, written as an index.
+//! 3. `refresh`, `store`: an index brought up to date; where indexes live
+//!    and how they are replaced and mapped.
+//!
+//! ```
+//! use fnd_index::{build, format::Index, refresh, store};
+//!
+//! # let dir = tempfile::tempdir().unwrap();
+//! # std::fs::create_dir(dir.path().join("src")).unwrap();
+//! let root = dir.path().canonicalize().unwrap();
+//! # let cache = tempfile::tempdir().unwrap();
+//! let file = store::file_for(cache.path(), &root);
+//! store::write_atomic(&file, &build::build(&root, 2)).unwrap();
+//! let mapped = store::Mapped::open(&file).unwrap();
+//! assert!(mapped.index().find(b"src").is_some());
+//! std::fs::write(root.join("src/new.rs"), "").unwrap();
+//! let fresh = refresh::refresh(&mapped.index(), 2).unwrap();
+//! assert_eq!(fresh.changed, 1);
+//! let bytes = fresh.bytes.unwrap();
+//! let index = Index::parse(&bytes).unwrap();
+//! assert_eq!(index.dir(index.find(b"src").unwrap()).len(), 1);
+//! ```
+
+pub mod build;
+pub mod format;
+pub mod refresh;
+pub mod store;

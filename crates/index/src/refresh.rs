@@ -1,0 +1,229 @@
+//! Bringing an index up to date: one `stat` per indexed directory, on
+//! several threads, no `getdents64`; the directories whose stamp changed
+//! are read again with the walk (with any new subdirectories), the rest
+//! is copied from the old index.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use fnd_walk::meta::stat_path;
+
+use crate::build::{list, now, write, Listing, Skip, Source};
+use crate::format::{Index, Stamp};
+
+/// The directories' paths, by row (rows are breadth-first, so a parent's
+/// path is known before its children's).
+fn dir_paths(index: &Index<'_>) -> Vec<Vec<u8>> {
+    let mut paths: Vec<Vec<u8>> = vec![Vec::new(); index.dir_count()];
+    paths[0] = index.root().to_vec();
+    for row in 0..index.dir_count() as u32 {
+        for e in index.dir(row).entries() {
+            if let Some(child) = e.dir {
+                let mut p = paths[row as usize].clone();
+                if !p.ends_with(b"/") {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(e.name);
+                paths[child as usize] = p;
+            }
+        }
+    }
+    paths
+}
+
+/// Which rows' stamps differ from the directory now at their path.
+///
+/// Each directory is stat-ed relative to its parent, open with `O_PATH`
+/// (a one-component lookup): by full path, the kernel's path walk took
+/// three quarters of a refresh of 140k directories (940 ms against a
+/// 670 ms live walk). The subtrees two levels down are shared between the
+/// threads; the few directories above them are stat-ed by path.
+fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<bool> {
+    const CUT: usize = 2;
+    let threads = threads.clamp(1, 64);
+    let differs = |row: u32, m: io::Result<fnd_walk::Metadata>| {
+        m.map_or(true, |m| !m.is_dir() || Stamp::from(&m) != index.dir(row).stamp())
+    };
+    let n = index.dir_count();
+    // Depth of each row down to the cut, their paths, the rows at the cut.
+    const UNSEEN: u8 = u8::MAX;
+    let mut depth = vec![UNSEEN; n];
+    depth[0] = 0;
+    let mut paths: HashMap<u32, Vec<u8>> = HashMap::new();
+    paths.insert(0, index.root().to_vec());
+    let mut tasks = Vec::new();
+    let mut changed = vec![false; n];
+    for row in 0..n as u32 {
+        // A parent's row is below its children's: their depth is known.
+        let d = depth[row as usize] as usize;
+        if d > CUT {
+            continue;
+        }
+        let path = paths.remove(&row).unwrap_or_default();
+        changed[row as usize] = differs(row, stat_path(Path::new(OsStr::from_bytes(&path)), false));
+        if d == CUT {
+            tasks.push((row, path));
+            continue;
+        }
+        for e in index.dir(row).entries() {
+            if let Some(c) = e.dir {
+                depth[c as usize] = d as u8 + 1;
+                let mut p = path.clone();
+                if !p.ends_with(b"/") {
+                    p.push(b'/');
+                }
+                p.extend_from_slice(e.name);
+                paths.insert(c, p);
+            }
+        }
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let found: Vec<Vec<u32>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((top, path)) = tasks.get(t) else { break };
+                        check_below(index, *top, path, &differs, &mut out);
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+    });
+    for row in found.into_iter().flatten() {
+        changed[row as usize] = true;
+    }
+    changed
+}
+
+/// Check every directory below `top`, each relative to its parent.
+fn check_below(
+    index: &Index<'_>,
+    top: u32,
+    path: &[u8],
+    differs: &impl Fn(u32, io::Result<fnd_walk::Metadata>) -> bool,
+    out: &mut Vec<u32>,
+) {
+    use rustix::fs::{Mode, OFlags, CWD};
+    use std::rc::Rc;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let has_subdirs = |row: u32| index.dir(row).entries().any(|e| e.dir.is_some());
+    if !has_subdirs(top) {
+        return;
+    }
+    let Ok(fd) = rustix::fs::openat(CWD, path, flags, Mode::empty()) else {
+        // Gone or unreadable: its parent's stamp says so, or it is re-read.
+        return;
+    };
+    let mut stack: Vec<(u32, Rc<rustix::fd::OwnedFd>)> = vec![(top, Rc::new(fd))];
+    while let Some((row, fd)) = stack.pop() {
+        for e in index.dir(row).entries() {
+            let Some(child) = e.dir else { continue };
+            let m = fnd_walk::meta::stat_at(std::os::fd::AsFd::as_fd(&*fd), e.name, false);
+            if differs(child, m) {
+                out.push(child);
+            }
+            if has_subdirs(child) {
+                if let Ok(cfd) = rustix::fs::openat(&*fd, e.name, flags, Mode::empty()) {
+                    stack.push((child, Rc::new(cfd)));
+                } else {
+                    // Its subdirectories cannot be checked: read them again.
+                    mark_all_below(index, child, out);
+                }
+            }
+        }
+    }
+}
+
+fn mark_all_below(index: &Index<'_>, row: u32, out: &mut Vec<u32>) {
+    let mut stack = vec![row];
+    while let Some(r) = stack.pop() {
+        for c in index.dir(r).entries().filter_map(|e| e.dir) {
+            out.push(c);
+            stack.push(c);
+        }
+    }
+}
+
+/// How a refresh went.
+pub struct Refresh {
+    /// The new index's bytes; `None` when nothing changed.
+    pub bytes: Option<Vec<u8>>,
+    /// Directories whose stamp had changed.
+    pub changed: usize,
+}
+
+/// Check every directory of `index` and rebuild what changed, with
+/// `threads` threads. An error when the root itself is gone.
+///
+/// `threads`: 0 for one per core.
+pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
+    let threads = if threads == 0 { fnd_walk::cores() } else { threads };
+    let root = Path::new(OsStr::from_bytes(index.root()));
+    if !stat_path(root, true)?.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "the indexed root is not a directory",
+        ));
+    }
+    let changed = changed_rows(index, threads);
+    let n_changed = changed.iter().filter(|&&c| c).count();
+    if n_changed == 0 {
+        return Ok(Refresh {
+            bytes: None,
+            changed: 0,
+        });
+    }
+    let paths = dir_paths(index);
+    // Walk from each changed directory whose parent is not read again
+    // anyway; prune there the unchanged subdirectories, kept as they are.
+    let mut roots = Vec::new();
+    let mut keep: HashMap<Vec<u8>, u32> = HashMap::new();
+    if changed[0] {
+        roots.push(PathBuf::from(OsStr::from_bytes(&paths[0])));
+    }
+    for row in 0..index.dir_count() {
+        for e in index.dir(row as u32).entries() {
+            let Some(child) = e.dir else { continue };
+            let c = child as usize;
+            if changed[c] && !changed[row] {
+                roots.push(PathBuf::from(OsStr::from_bytes(&paths[c])));
+            } else if !changed[c] && changed[row] {
+                keep.insert(paths[c].clone(), child);
+            }
+        }
+    }
+    let keep = Arc::new(keep);
+    let skip = {
+        let keep = keep.clone();
+        Arc::new(move |p: &[u8]| keep.contains_key(p)) as Skip
+    };
+    let listings = list(&roots, threads, Some(skip));
+    let empty = Listing::default();
+    let size = (index.dir_count(), index.entry_count(), index.names_len());
+    let bytes = write(index.root(), now(), size, |path, kept| {
+        let kept = kept.or_else(|| keep.get(path).copied());
+        match kept {
+            Some(row) if !changed[row as usize] => {
+                let dir = index.dir(row);
+                Source::Kept(
+                    dir.stamp(),
+                    dir.entries().map(|e| (e.name, e.file_type, e.dir)).collect(),
+                )
+            }
+            _ => Source::Listed(listings.get(path).unwrap_or(&empty)),
+        }
+    });
+    Ok(Refresh {
+        bytes: Some(bytes),
+        changed: n_changed,
+    })
+}
