@@ -14,6 +14,7 @@
 //! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
 //!   [`json`] (`--json`, `--from-json`), [`run`](mod@run) (what one run shares:
 //!   settings, du's lines, totals);
+//! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's lines;
 //! - [`node`]: one directory's totals and its completion;
 //! - [`hardlinks`]: which link of a file counts;
 //! - [`scan`]: the walk that feeds them.
@@ -25,6 +26,7 @@ pub mod hardlinks;
 pub mod json;
 pub mod json_stream;
 pub mod messages;
+pub mod ncdu;
 pub mod node;
 pub mod operands;
 pub mod output;
@@ -69,6 +71,9 @@ pub fn run() -> ExitCode {
     };
     if let Some(file) = &settings.from_json {
         return show_saved_tree(file, &settings);
+    }
+    if let Some(file) = settings.input_file.clone() {
+        return show_export(&file, settings);
     }
     let (mut operands, mut failed) = operands(&settings);
     operands.iter_mut().for_each(trim_trailing_slashes);
@@ -118,11 +123,7 @@ pub fn run() -> ExitCode {
             break;
         }
     }
-    if run.settings.total {
-        let mut line = Vec::new();
-        run.line(&mut line, run.grand_total(), b"total");
-        run.out.write(&line);
-    }
+    write_total(run);
     if let Some(t) = ticker {
         t.stop();
     }
@@ -203,17 +204,63 @@ fn finish_views(run: &run::Run) {
     run.out.write(&out);
 }
 
-fn show_saved_tree(file: &[u8], settings: &Settings) -> ExitCode {
+/// `-c`: du's last line, the grand total.
+fn write_total(run: &run::Run) {
+    if run.settings.total {
+        let mut line = Vec::new();
+        run.line(&mut line, run.grand_total(), b"total");
+        run.out.write(&line);
+    }
+}
+
+/// A whole file (`-`: stdin), or du's message.
+fn read_input(file: &[u8]) -> Result<Vec<u8>, ExitCode> {
     let mut data = Vec::new();
     let read = if file == b"-" {
         std::io::stdin().read_to_end(&mut data).map(drop)
     } else {
         std::fs::read(OsStr::from_bytes(file)).map(|d| data = d)
     };
-    if let Err(e) = read {
-        report(&format!("cannot read {}: {}", quote(file), error_text(&e)));
-        return ExitCode::from(1);
+    match read {
+        Ok(()) => Ok(data),
+        Err(e) => {
+            report(&format!("cannot read {}: {}", quote(file), error_text(&e)));
+            Err(ExitCode::from(1))
+        }
     }
+}
+
+/// `-f FILE`: du's lines (or the tree view, or JSON) of an export in
+/// ncdu's format, as if the tree had been scanned.
+fn show_export(file: &[u8], settings: Settings) -> ExitCode {
+    let data = match read_input(file) {
+        Ok(data) => data,
+        Err(code) => return code,
+    };
+    let export = match ncdu::read(&data, settings.measure) {
+        Ok(export) => export,
+        Err(e) => {
+            report(&format!("{}: not an export in ncdu's format: {e}", quote(file)));
+            return ExitCode::from(1);
+        }
+    };
+    let run = run::Run::new(settings, Output::stdout());
+    export.replay(&run);
+    write_total(&run);
+    finish_views(&run);
+    run.out.finish();
+    if run.out.failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn show_saved_tree(file: &[u8], settings: &Settings) -> ExitCode {
+    let data = match read_input(file) {
+        Ok(data) => data,
+        Err(code) => return code,
+    };
     let roots = match json::read(&data) {
         Ok(r) => r,
         Err(e) => {

@@ -21,6 +21,7 @@ fn modules_import_only_downwards() {
             &["usage", "output"],
             &["format"],
             &["cli", "view", "json", "run"],
+            &["ncdu"],
             &["node"],
             &["hardlinks"],
             &["scan"],

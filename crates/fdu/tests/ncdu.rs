@@ -1,0 +1,166 @@
+//! ncdu's export format: what Debian's ncdu and gdu write, read by
+//! `fdu -f`, gives du's lines for the same tree. Without ncdu, gdu or GNU
+//! du a comparison says so on stderr and checks nothing (a failure under
+//! `FND_REQUIRE_REFERENCE=1`).
+
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use fnd_test_support::references;
+
+const FDU: &str = env!("CARGO_BIN_EXE_fdu");
+
+/// A tree with hard links across directories, a name that is not UTF-8,
+/// empty and nested directories, a symlink and an empty file.
+fn fixture() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("t");
+    for d in ["a/b/c", "d", "empty"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    fs::write(root.join("a/k1500"), vec![b'x'; 1500]).unwrap();
+    fs::write(root.join("a/b/big"), vec![b'x'; 200_000]).unwrap();
+    fs::write(root.join("a/b/c/zero"), b"").unwrap();
+    fs::write(root.join("d/orig"), vec![b'x'; 9000]).unwrap();
+    fs::hard_link(root.join("d/orig"), root.join("a/b/link")).unwrap();
+    fs::hard_link(root.join("d/orig"), root.join("d/link2")).unwrap();
+    fs::write(root.join(std::ffi::OsStr::from_bytes(b"bad\xffname")), vec![b'x'; 10]).unwrap();
+    std::os::unix::fs::symlink("a", root.join("to_a")).unwrap();
+    dir
+}
+
+fn run(mut cmd: Command, cwd: &Path) -> Output {
+    let out = cmd.current_dir(cwd).env("TZ", "UTC").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn sorted_lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    lines.sort();
+    lines
+}
+
+/// `fdu ARGS -f EXPORT` prints what `du ARGS ROOT` prints.
+fn same_as_du(export: &Path, root: &Path, cwd: &Path, cases: &[&[&str]]) {
+    let Some(du) = references::gnu_du() else { return };
+    for args in cases {
+        let mut ours = Command::new(FDU);
+        ours.args(*args).arg("-f").arg(export);
+        let mut theirs = du.command();
+        theirs.args(*args).arg(root);
+        assert_eq!(
+            sorted_lines(&run(ours, cwd).stdout),
+            sorted_lines(&run(theirs, cwd).stdout),
+            "fdu {args:?} -f {}",
+            export.display()
+        );
+    }
+}
+
+#[test]
+fn ncdus_export_reads_as_du_measures_the_tree() {
+    let Some(ncdu) = references::ncdu() else { return };
+    let dir = fixture();
+    let root = dir.path().join("t");
+    let export = dir.path().join("ncdu.json");
+    let mut cmd = ncdu.command();
+    cmd.arg("-0").arg("-o").arg(&export).arg(&root);
+    run(cmd, dir.path());
+    same_as_du(
+        &export,
+        &root,
+        dir.path(),
+        &[
+            &[],
+            &["-a"],
+            &["-s"],
+            &["-c", "-d", "1"],
+            &["-S"],
+            &["-b", "-a"],
+            &["--apparent-size", "-h"],
+            &["--inodes", "-a"],
+        ],
+    );
+    // The export from stdin, the same.
+    let from_stdin = Command::new(FDU)
+        .args(["-a", "-f", "-"])
+        .stdin(fs::File::open(&export).unwrap())
+        .output()
+        .unwrap();
+    let from_file = Command::new(FDU).args(["-a", "-f"]).arg(&export).output().unwrap();
+    assert_eq!(from_stdin.stdout, from_file.stdout);
+    // The tree view reads it too.
+    let tree = Command::new(FDU).args(["--tree", "-f"]).arg(&export).output().unwrap();
+    assert!(tree.status.success());
+    assert!(String::from_utf8_lossy(&tree.stdout).contains("big"));
+}
+
+/// gdu leaves out directories' own sizes, marks only the links after the
+/// first of a file, and writes a name that is not UTF-8 with U+FFFD: read
+/// by fdu, its files are du's files, size for size (which link of a file
+/// is listed is each tool's first).
+#[test]
+fn gdus_export_reads_with_its_files_sizes() {
+    let Some(gdu) = references::gdu() else { return };
+    let Some(du) = references::gnu_du() else { return };
+    let dir = fixture();
+    let root = dir.path().join("t");
+    let export = dir.path().join("gdu.json");
+    let mut cmd = gdu.command();
+    cmd.arg("-n").arg("-o").arg(&export).arg(&root);
+    run(cmd, dir.path());
+    let mut ours = Command::new(FDU);
+    ours.args(["-a", "-b", "-f"]).arg(&export);
+    let ours = run(ours, dir.path());
+    let mut theirs = du.command();
+    theirs.args(["-a", "-b"]).arg(&root);
+    let theirs = run(theirs, dir.path());
+    // Directories' lines out (gdu has no sizes for them), then sizes only.
+    let file_sizes = |out: &[u8]| -> Vec<Vec<u8>> {
+        let mut sizes: Vec<Vec<u8>> = sorted_lines(out)
+            .into_iter()
+            .filter_map(|line| {
+                let (size, path) = line.split_at(line.iter().position(|&b| b == b'\t')?);
+                let on_disk = root.parent().unwrap().join(std::ffi::OsStr::from_bytes(&path[1..]));
+                let shown = Path::new(std::ffi::OsStr::from_bytes(&path[1..]));
+                (!shown.is_dir() && !on_disk.is_dir()).then(|| size.to_vec())
+            })
+            .collect();
+        sizes.sort();
+        sizes
+    };
+    assert_eq!(file_sizes(&ours.stdout), file_sizes(&theirs.stdout));
+}
+
+#[test]
+fn what_is_not_an_export_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [
+        ("empty", &b""[..]),
+        ("object", b"{\"fdu\":1}"),
+        ("version", b"[2,0,{},[{\"name\":\"/\"}]]"),
+        ("truncated", b"[1,2,{},[{\"name\":\"/r\"},[{\"name\":\"d\"}"),
+    ] {
+        let file = dir.path().join(name);
+        fs::write(&file, text).unwrap();
+        let out = Command::new(FDU).arg("-f").arg(&file).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(out.stdout.is_empty(), "{name}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains("not an export in ncdu's format"), "{name}: {stderr}");
+    }
+    let missing = Command::new(FDU)
+        .args(["-f", "/nonexistent/export.json"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("No such file or directory"));
+}
