@@ -75,6 +75,7 @@ pub fn command() -> Command {
         .arg(value("tree-lines").short('n').long("tree-lines").value_name("N").help("Most lines shown by --tree (default: terminal height, or 40)"))
         .arg(flag("json").long("json").help("Write the scanned tree as JSON (nested, with sizes)"))
         .arg(Arg::new("from-json").long("from-json").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read a tree written by --json (- for stdin) instead of scanning"))
+        .arg(Arg::new("output-file").short('o').long("output-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Write the tree in ncdu's export format (for ncdu -f, gdu -f, fdu -f; - for stdout) instead of du's lines"))
         .arg(Arg::new("input-file").short('f').long("input-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read an export in ncdu's format (ncdu -o, gdu -o; - for stdin) instead of scanning"))
         .arg(flag("no-progress").long("no-progress").help("Never show the progress line on stderr"))
         .disable_help_flag(true)
@@ -372,6 +373,7 @@ fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
         json: flag("json"),
         from_json: m.get_one::<OsString>("from-json").map(|s| s.as_bytes().to_vec()),
         input_file: m.get_one::<OsString>("input-file").map(|s| s.as_bytes().to_vec()),
+        export_file: m.get_one::<OsString>("output-file").map(|s| s.as_bytes().to_vec()),
         progress: !flag("no-progress"),
     })
 }

@@ -450,6 +450,28 @@ impl<'o> Writer<'o> {
         self.quoted(s);
     }
 
+    pub fn boolean(&mut self, b: bool) {
+        self.bare(if b { b"true" } else { b"false" });
+    }
+
+    /// Bytes written and not yet handed on.
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Whether nothing is waiting to be handed on.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// Hand what is written so far to `sink` and go on where it stopped
+    /// (commas included): a long document never waits whole in memory.
+    pub fn drain_to(&mut self, sink: &mut dyn std::io::Write) -> std::io::Result<()> {
+        sink.write_all(self.out)?;
+        self.out.clear();
+        Ok(())
+    }
+
     pub fn number(&mut self, n: u64) {
         self.separate();
         let _ = write!(self.out, "{n}");

@@ -17,10 +17,12 @@
 //! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's lines;
 //! - [`node`]: one directory's totals and its completion;
 //! - [`hardlinks`]: which link of a file counts;
-//! - [`scan`]: the walk that feeds them.
+//! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
+//!   ncdu's export format (`-o`).
 
 pub mod cli;
 pub mod exclude;
+pub mod export;
 pub mod format;
 pub mod hardlinks;
 pub mod json;
@@ -74,6 +76,9 @@ pub fn run() -> ExitCode {
     }
     if let Some(file) = settings.input_file.clone() {
         return show_export(&file, settings);
+    }
+    if let Some(file) = settings.export_file.clone() {
+        return write_export(&file, &settings);
     }
     let (mut operands, mut failed) = operands(&settings);
     operands.iter_mut().for_each(trim_trailing_slashes);
@@ -202,6 +207,49 @@ fn finish_views(run: &run::Run) {
         }
     }
     run.out.write(&out);
+}
+
+/// `-o FILE`: the one operand's tree in ncdu's format, to a file that
+/// appears whole (written beside it, then renamed) or to stdout.
+fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
+    let (operands, failed) = operands(settings);
+    if failed {
+        return ExitCode::from(1);
+    }
+    let root: &[u8] = match operands.as_slice() {
+        [] => b".",
+        [one] => one,
+        _ => usage_exit(UsageError {
+            message: "an export in ncdu's format holds one directory: give -o one FILE operand".into(),
+            hint: true,
+        }),
+    };
+    let result = if file == b"-" {
+        let stdout = std::io::stdout();
+        export::write(settings, root, &mut stdout.lock())
+    } else {
+        let target = Path::new(OsStr::from_bytes(file));
+        let dir = target
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        tempfile::NamedTempFile::new_in(dir)
+            .map_err(|e| format!("cannot create {}: {}", quote(file), error_text(&e)))
+            .and_then(|mut temp| {
+                let complete = export::write(settings, root, &mut std::io::BufWriter::new(temp.as_file_mut()))?;
+                temp.persist(target)
+                    .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e.error)))?;
+                Ok(complete)
+            })
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(message) => {
+            report(&message);
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// `-c`: du's last line, the grand total.

@@ -51,6 +51,8 @@ pub struct Settings {
     pub json: bool,
     /// Show a tree read from this file (`--from-json`; `-`: stdin) instead of scanning.
     pub from_json: Option<Vec<u8>>,
+    /// Write the tree in ncdu's export format to this file (`-o`; `-`: stdout) instead of du's lines.
+    pub export_file: Option<Vec<u8>>,
     /// Read an export in ncdu's format (`-f`; `-`: stdin) instead of scanning.
     pub input_file: Option<Vec<u8>>,
     /// A progress line on stderr, when it is a terminal.

@@ -24,7 +24,7 @@ fn modules_import_only_downwards() {
             &["ncdu"],
             &["node"],
             &["hardlinks"],
-            &["scan"],
+            &["scan", "export"],
         ],
     );
 }

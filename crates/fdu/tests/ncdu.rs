@@ -1,5 +1,6 @@
 //! ncdu's export format: what Debian's ncdu and gdu write, read by
-//! `fdu -f`, gives du's lines for the same tree. Without ncdu, gdu or GNU
+//! `fdu -f`, gives du's lines for the same tree; what `fdu -o` writes,
+//! read by fdu, ncdu and gdu, gives du's figures. Without ncdu, gdu or GNU
 //! du a comparison says so on stderr and checks nothing (a failure under
 //! `FND_REQUIRE_REFERENCE=1`).
 
@@ -137,6 +138,73 @@ fn gdus_export_reads_with_its_files_sizes() {
         sizes
     };
     assert_eq!(file_sizes(&ours.stdout), file_sizes(&theirs.stdout));
+}
+
+/// `fdu -o`: read back by fdu, by ncdu (which writes it again) and by
+/// gdu, the export gives du's figures for the tree.
+#[test]
+fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
+    let dir = fixture();
+    let root = dir.path().join("t");
+    let export = dir.path().join("fdu.json");
+    let mut cmd = Command::new(FDU);
+    cmd.arg("-o").arg(&export).arg(&root);
+    assert!(run(cmd, dir.path()).stdout.is_empty());
+    let cases: &[&[&str]] = &[&[], &["-a"], &["-s", "-c"], &["-b", "-a"], &["--inodes", "-a"], &["-S"]];
+    same_as_du(&export, &root, dir.path(), cases);
+    // To stdout, the same document but for its time stamp.
+    let stdout = Command::new(FDU).args(["-o", "-"]).arg(&root).output().unwrap();
+    let without_stamp = |doc: &[u8]| {
+        doc.split(|&b| b == b'}')
+            .skip(1)
+            .flatten()
+            .copied()
+            .collect::<Vec<u8>>()
+    };
+    assert_eq!(
+        without_stamp(&stdout.stdout),
+        without_stamp(&fs::read(&export).unwrap())
+    );
+    if let Some(ncdu) = references::ncdu() {
+        let again = dir.path().join("ncdu-again.json");
+        let mut cmd = ncdu.command();
+        cmd.arg("-f").arg(&export).arg("-o").arg(&again);
+        run(cmd, dir.path());
+        same_as_du(&again, &root, dir.path(), &[&[], &["-a"]]);
+    }
+    if let (Some(gdu), Some(du)) = (references::gdu(), references::gnu_du()) {
+        let mut cmd = gdu.command();
+        cmd.args(["-n", "-s", "-f"]).arg(&export);
+        let shown = String::from_utf8(run(cmd, dir.path()).stdout).unwrap();
+        let mut cmd = du.command();
+        cmd.arg("-sk").arg(&root);
+        let du_k = String::from_utf8(run(cmd, dir.path()).stdout).unwrap();
+        let kib: u64 = du_k.split('\t').next().unwrap().parse().unwrap();
+        assert!(
+            shown.trim_start().starts_with(&format!("{kib}.0 KiB")),
+            "gdu: {shown}, du: {kib} KiB"
+        );
+    }
+}
+
+#[test]
+fn an_export_holds_one_directory() {
+    let dir = fixture();
+    let out = Command::new(FDU)
+        .args(["-o", "x.json", "t/a", "t/d"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!dir.path().join("x.json").exists());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds one directory"));
+    let missing = Command::new(FDU)
+        .args(["-o", "x.json", "missing"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(!dir.path().join("x.json").exists());
 }
 
 #[test]
