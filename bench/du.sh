@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Hot-cache disk-usage benchmark: `fdu -s` against the serial stat floor
 # (`floor -s`: openat + getdents64 + one fstatat per entry), GNU `du -s`, and
-# whichever of diskus, pdu, dust, dua and gdu are installed.
+# whichever of diskus, pdu, dust, dua and gdu are installed; and `fdu -o`
+# (an export in ncdu's format) against `ncdu -o` and `gdu -o`.
 #
 # Usage: bench/du.sh [--runs N] [--dir DIR] [TREE...]
 #   TREE      presets of bench/mktree.py (default: src million), or paths
@@ -15,7 +16,7 @@
 # as a ratio to the floor, CPU time, and peak RSS from one more run.
 # The others are looked for in FND_ANCHORS (default ../shared/anchors), then
 # on PATH and in ~/.cargo/bin, and left out with a note when absent.
-# Installing them: apt-get install gdu; cargo install --locked diskus
+# Installing them: apt-get install gdu ncdu; cargo install --locked diskus
 # parallel-disk-usage du-dust dua-cli (many CPU minutes).
 # Not run by CI: timings need a quiet machine and the trees are large.
 set -euo pipefail
@@ -41,12 +42,15 @@ add pdu pdu --max-depth=1 --quantity=block-size .
 add dust dust -d 0 .
 add dua dua aggregate .
 add gdu gdu --non-interactive --summarize --no-progress .
+# What `fdu -o` is compared with: the scans behind ncdu's and gdu's exports.
+add "ncdu -o" ncdu -0 -o /dev/null .
+add "gdu -o" gdu --non-interactive --no-progress -o /dev/null .
 
 echo "fdu: $("$FDU" --version)"
 machine
 for name in "${trees[@]}"; do
     tree=$(tree_path "$name")
-    cmds=(-n "floor -s" "$bin/floor -s ." -n "fdu -s" "$FDU -s ." "${others[@]}")
+    cmds=(-n "floor -s" "$bin/floor -s ." -n "fdu -s" "$FDU -s ." -n "fdu -o" "$FDU -o /dev/null ." "${others[@]}")
     tree_header "$name" "$tree"
     # Each run is preceded by a stat walk, so the tree stays hot even when
     # something else on the machine drops caches.
