@@ -15,6 +15,10 @@
 //! A parent is a node of this process or the operand itself; a parent held
 //! elsewhere (another process) would be a third kind of [`Parent`] that
 //! carries the subtotal to where `absorb` runs.
+//!
+//! One file past 600 lines: the node's counters, its listing order and its
+//! completion are one state machine (515 lines), and its unit tests sit
+//! beside it.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
