@@ -1,6 +1,7 @@
-//! A build without MPI started by mpirun or srun as several tasks refuses
-//! in one line (on task 0) and exits 2, instead of printing the totals
-//! once per task; started any other way, it runs.
+//! fdu started by mpirun or srun as several tasks refuses in one line (on
+//! task 0) and exits 2, instead of printing the totals once per task (it
+//! does not run as an MPI job yet, whatever the build); started any other
+//! way, it runs.
 
 use std::process::{Command, Output};
 
@@ -19,7 +20,7 @@ fn fdu(env: &[(&str, &str)]) -> Output {
 
 #[test]
 fn started_as_several_mpi_tasks_it_refuses_in_one_line() {
-    let line = "fdu: started as 3 MPI tasks, but this build has no MPI support; rebuild with --features mpi\n";
+    let line = "fdu: started as 3 MPI tasks, but fdu does not run as an MPI job; run it as one task\n";
     for (size, rank) in fnd_mpi::launch::VARIABLES {
         let out = fdu(&[(size, "3"), (rank, "0")]);
         assert_eq!(out.status.code(), Some(2), "{size}");
