@@ -210,7 +210,8 @@ fn finish_views(run: &run::Run) {
 }
 
 /// `-o FILE`: the one operand's tree in ncdu's format, to a file that
-/// appears whole (written beside it, then renamed) or to stdout.
+/// appears whole (written beside it, then renamed), to stdout, or to a
+/// device or fifo as it is.
 fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
     let (operands, failed) = operands(settings);
     if failed {
@@ -224,11 +225,26 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
             hint: true,
         }),
     };
+    let target = Path::new(OsStr::from_bytes(file));
+    // A file is written beside itself and renamed into place (through a
+    // symlink, beside what it names); anything else that exists (a
+    // device such as /dev/null, a fifo) is written to as it is: renamed
+    // over, it would be replaced by a file.
+    let existing = std::fs::canonicalize(target).ok();
+    let in_place = existing
+        .as_ref()
+        .is_some_and(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()));
     let result = if file == b"-" {
         let stdout = std::io::stdout();
         export::write(settings, root, &mut stdout.lock())
+    } else if in_place {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(target)
+            .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e)))
+            .and_then(|out| export::write(settings, root, &mut std::io::BufWriter::new(out)))
     } else {
-        let target = Path::new(OsStr::from_bytes(file));
+        let target = existing.as_deref().unwrap_or(target);
         let dir = target
             .parent()
             .filter(|d| !d.as_os_str().is_empty())

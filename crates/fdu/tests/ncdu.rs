@@ -187,6 +187,47 @@ fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
     }
 }
 
+/// Only a file is replaced whole: a fifo (as a device such as /dev/null)
+/// is written to as it is, and a symlink keeps naming its file.
+#[test]
+fn an_export_to_a_fifo_or_through_a_symlink_keeps_what_is_there() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = fixture();
+    let fifo = dir.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success());
+    if made {
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        let out = Command::new(FDU)
+            .arg("-o")
+            .arg(&fifo)
+            .arg("t")
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let export = reader.join().unwrap();
+        assert!(export.starts_with(b"[1,2,{\"progname\":\"fdu\""));
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    }
+    let real = dir.path().join("real.json");
+    fs::write(&real, b"old").unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink("real.json", &link).unwrap();
+    let out = Command::new(FDU)
+        .arg("-o")
+        .arg(&link)
+        .arg("t")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(fs::read(&real).unwrap().starts_with(b"[1,2,"));
+}
+
 #[test]
 fn an_export_holds_one_directory() {
     let dir = fixture();
