@@ -19,7 +19,8 @@ use fnd_walk::{Metadata, Order, WalkBuilder};
 use crate::exclude::Excludes;
 use crate::json_stream::Writer;
 use crate::messages::{error_text, quote, report};
-use crate::settings::Settings;
+use crate::settings::{Measure, Settings};
+use crate::usage::Usage;
 
 /// What ncdu exports of an entry's metadata (a fifth of `Metadata`).
 #[derive(Clone, Copy)]
@@ -39,12 +40,9 @@ impl Meta {
     fn of(m: &Metadata) -> Meta {
         let ft = m.file_type();
         Meta {
-            asize: if ft.is_file() || ft.is_dir() || ft.is_symlink() {
-                m.size
-            } else {
-                0
-            },
-            dsize: m.blocks * 512,
+            // du's own rules for what an entry counts for.
+            asize: Usage::of(m, Measure::Apparent, None).amount,
+            dsize: Usage::of(m, Measure::Disk, None).amount,
             dev: m.dev,
             ino: m.ino,
             nlink: m.nlink,
@@ -127,22 +125,25 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut dyn Write) -> Result<bo
     let mut complete = true;
     if root_meta.is_dir() {
         tree.dirs.insert(root.into(), 0);
-        let skip = move |prefix: &[u8], name: &[u8]| {
-            let mut path = prefix.to_vec();
-            path.extend_from_slice(name);
-            excludes.matches(&path)
-        };
-        let skip = std::sync::Arc::new(skip);
-        let (prune, keep) = (skip.clone(), skip);
-        let walk = WalkBuilder::new(root_path)
+        let mut walk = WalkBuilder::new(root_path)
             .order(Order::Parallel)
             .threads(settings.threads)
             .io_depth(settings.io_depth)
             .metadata(true)
             .min_depth(1)
-            .follow_links(settings.follow == crate::settings::Follow::All)
-            .prune(move |e| prune(e.parent_prefix, e.name))
-            .keep(move |e| !keep(e.parent_prefix, e.name));
+            .follow_links(settings.follow == crate::settings::Follow::All);
+        // Without patterns, no path is built per entry to match against none.
+        if excludes.any() {
+            let skip = std::sync::Arc::new(move |prefix: &[u8], name: &[u8]| {
+                let mut path = prefix.to_vec();
+                path.extend_from_slice(name);
+                excludes.matches(&path)
+            });
+            let (prune, keep) = (skip.clone(), skip);
+            walk = walk
+                .prune(move |e| prune(e.parent_prefix, e.name))
+                .keep(move |e| !keep(e.parent_prefix, e.name));
+        }
         for entry in walk {
             match entry {
                 Ok(entry) => {
