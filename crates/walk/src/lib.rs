@@ -123,6 +123,7 @@ mod open;
 #[cfg(feature = "mpi")]
 pub mod ranks;
 mod read;
+pub mod remove;
 mod schedule;
 mod settings;
 mod split;

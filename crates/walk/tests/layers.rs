@@ -10,7 +10,7 @@ fn modules_import_only_downwards() {
         &[
             // System calls: what the kernel says.
             &["error", "dirent", "mounts", "open"],
-            &["meta"],
+            &["meta", "remove"],
             // The filter contract.
             &["filter"],
             // Descriptors and their budget.
