@@ -77,6 +77,7 @@ pub fn command() -> Command {
         .arg(Arg::new("from-json").long("from-json").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read a tree written by --json (- for stdin) instead of scanning"))
         .arg(Arg::new("output-file").short('o').long("output-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Write the tree in ncdu's export format (for ncdu -f, gdu -f, fdu -f; - for stdout) instead of du's lines"))
         .arg(Arg::new("input-file").short('f').long("input-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read an export in ncdu's format (ncdu -o, gdu -o; - for stdin) instead of scanning"))
+        .arg(flag("interactive").short('i').long("interactive").help("Browse the scanned tree in the terminal, as ncdu does: arrows to move, d to delete, ? for the keys"))
         .arg(flag("no-progress").long("no-progress").help("Never show the progress line on stderr"))
         .disable_help_flag(true)
         .arg(Arg::new("help").long("help").action(ArgAction::Help).help("Display this help and exit"))
@@ -348,6 +349,26 @@ fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
         bar_width: (cols / 4).clamp(10, 40),
     };
     let tree = flag("tree").then_some(view);
+    if flag("interactive") {
+        let other = [
+            ("tree", "--tree"),
+            ("json", "--json"),
+            ("from-json", "--from-json"),
+            ("output-file", "--output-file"),
+            ("files0-from", "--files0-from"),
+        ]
+        .into_iter()
+        .find(|(id, _)| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine));
+        if let Some((_, name)) = other {
+            return Err(usage(format!("--interactive cannot be combined with {name}")));
+        }
+        if measure == Measure::Inodes {
+            return Err(usage("--interactive shows sizes: it cannot be combined with --inodes"));
+        }
+        if operands.len() > 1 {
+            return Err(usage("--interactive browses one directory: give it at most one FILE"));
+        }
+    }
     Ok(Settings {
         operands,
         files0_from,
@@ -375,6 +396,7 @@ fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
         input_file: m.get_one::<OsString>("input-file").map(|s| s.as_bytes().to_vec()),
         export_file: m.get_one::<OsString>("output-file").map(|s| s.as_bytes().to_vec()),
         progress: !flag("no-progress"),
+        browse: flag("interactive"),
     })
 }
 

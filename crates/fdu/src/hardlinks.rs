@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::node::Node;
 use crate::settings::{Follow, Settings};
+use crate::tree::Detail;
 use crate::usage::Usage;
 
 /// Whether an entry with `nlink` links waits to be counted once, at its
@@ -34,6 +35,8 @@ pub struct Sighting {
     pub usage: Usage,
     /// Kept only when `-a` prints it or the tree view shows it.
     pub name: Option<Box<[u8]>>,
+    /// What the browser shows of it.
+    pub detail: Detail,
     /// `-a` prints it if it wins.
     pub print: bool,
 }
@@ -70,7 +73,7 @@ impl Links {
             }
             last = Some((s.dev, s.ino));
             if self.first(s.dev, s.ino) {
-                s.node.add_link(s.usage, s.name.as_deref(), s.print);
+                s.node.add_link(s.usage, s.name.as_deref(), s.print, s.detail);
             }
         }
         drop(keyed);
@@ -95,6 +98,7 @@ mod tests {
             usage: usage(7, 0),
             name: Some(name.as_bytes().into()),
             print: true,
+            detail: Detail::default(),
         }
     }
 

@@ -20,6 +20,7 @@
 //! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
 //!   ncdu's export format (`-o`).
 
+pub mod browse;
 pub mod cli;
 pub mod exclude;
 pub mod export;
@@ -80,7 +81,42 @@ pub fn run() -> ExitCode {
     if let Some(file) = settings.export_file.clone() {
         return write_export(&file, &settings);
     }
-    let (mut operands, mut failed) = operands(&settings);
+    if settings.browse {
+        return browse::run(settings, scan_tree);
+    }
+    let progress: &'static progress::Progress = Box::leak(Box::default());
+    let ticker = if settings.progress {
+        progress::Ticker::start(progress)
+    } else {
+        None
+    };
+    let (scan, mut failed) = scan_operands(settings, progress);
+    let run = &scan.run;
+    write_total(run);
+    if let Some(t) = ticker {
+        t.stop();
+    }
+    finish_views(run);
+    run.out.finish();
+    failed |= run.failed();
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The browser's scans: the one operand's detailed tree (`None` when it
+/// could not be read at all: the reason was reported).
+fn scan_tree(settings: &Settings, progress: &'static progress::Progress) -> Option<tree::Root> {
+    let (scan, _) = scan_operands(settings.clone(), progress);
+    scan.run.take_trees().into_iter().next()
+}
+
+/// Scan every operand as du does: their lines go to stdout (or their
+/// trees to the run); true when one could not be read.
+fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (&'static Scan, bool) {
+    let (mut operands, failed) = operands(&settings);
     operands.iter_mut().for_each(trim_trailing_slashes);
     let follow_operands = settings.follow != Follow::Never;
     // Err(None): a dangling symlink that was to be followed (du says only "cannot access").
@@ -95,7 +131,7 @@ pub fn run() -> ExitCode {
         })
         .collect();
     let ids: Vec<Option<(u64, u64)>> = metas.iter().map(|m| m.as_ref().ok().map(|m| (m.dev, m.ino))).collect();
-    let scan: &'static Scan = match Scan::new(settings, Output::stdout(), &ids) {
+    let scan: &'static Scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
         Ok(s) => Box::leak(Box::new(s)),
         Err(e) => usage_exit(UsageError {
             message: e,
@@ -103,11 +139,6 @@ pub fn run() -> ExitCode {
         }),
     };
     let run = &scan.run;
-    let ticker = if run.settings.progress {
-        progress::Ticker::start(&scan.progress)
-    } else {
-        None
-    };
     for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
         let m = match meta {
             Ok(m) => m,
@@ -128,18 +159,7 @@ pub fn run() -> ExitCode {
             break;
         }
     }
-    write_total(run);
-    if let Some(t) = ticker {
-        t.stop();
-    }
-    finish_views(run);
-    run.out.finish();
-    failed |= run.failed();
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    (scan, failed)
 }
 
 /// fts keeps one trailing slash of several (`d//` is walked and printed as `d/`).

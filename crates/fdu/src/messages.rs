@@ -3,7 +3,7 @@
 
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The name fdu was started by, as du names itself in its messages: its
 /// `argv[0]` as given (`du` through a link of that name found on `PATH`,
@@ -19,9 +19,41 @@ pub fn program_name() -> &'static str {
     })
 }
 
-/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no reason to panic).
+/// Messages kept rather than printed, while the terminal shows a full screen.
+static HELD: Mutex<Option<Vec<String>>> = Mutex::new(None);
+
+/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no
+/// reason to panic); kept instead while messages are held.
 pub fn report(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{}: {message}", program_name());
+    let line = format!("{}: {message}", program_name());
+    if let Some(held) = HELD.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        held.push(line);
+        return;
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// From now on, keep messages (a full-screen view owns the terminal).
+pub fn hold() {
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(Vec::new);
+}
+
+/// How many messages are held.
+pub fn held_count() -> usize {
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, Vec::len)
+}
+
+/// Stop holding messages and hand over those held.
+pub fn release() -> Vec<String> {
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default()
 }
 
 /// du's hint after a usage error.

@@ -267,10 +267,10 @@ impl Export {
                     let kids = trees.pop().expect("a tree per open directory");
                     match trees.last_mut() {
                         Some(parent) => parent.dir(&self.names[items[i].name.clone()], total[i], kids),
-                        None => run.add_operand(path, usage(i, total[i]), Some(kids)),
+                        None => run.add_operand(path, usage(i, total[i]), Some(kids), Default::default()),
                     }
                 } else if open.is_empty() {
-                    run.add_operand(path, usage(i, total[i]), None);
+                    run.add_operand(path, usage(i, total[i]), None, Default::default());
                 }
                 path.truncate(parent_len);
             };

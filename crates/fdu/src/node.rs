@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use crate::run::Run;
-use crate::tree::TreeBuilder;
+use crate::tree::{Detail, TreeBuilder};
 use crate::usage::{Newest, Usage};
 
 /// Where a directory's subtotal goes when it completes.
@@ -45,6 +45,8 @@ pub struct Subtotal {
     pub total: Usage,
     /// Its entries, when the tree is kept.
     pub tree: Option<TreeBuilder>,
+    /// Its own detail, for a detailed tree.
+    pub detail: Detail,
 }
 
 /// A subdirectory as its parent's listing named it, waiting for the walk
@@ -57,6 +59,8 @@ pub struct Listed {
     /// Its device and inode, as the parent's listing statted it.
     pub dev: u64,
     pub ino: u64,
+    /// What the browser shows of the directory itself.
+    pub detail: Detail,
 }
 
 struct Subdir {
@@ -82,8 +86,10 @@ pub struct Node {
     ino: u64,
     /// Kept only when a line is printed for it or its entries.
     path: Option<Box<[u8]>>,
-    /// Kept only for the tree view and JSON.
+    /// Kept only for the tree view, JSON and the browser.
     name: Option<Box<[u8]>>,
+    /// The directory's own detail (the browser's tree only).
+    detail: Detail,
     /// Own size plus files (what `-S` prints).
     local: AtomicU64,
     /// Subdirectories' totals.
@@ -124,11 +130,24 @@ impl Node {
     /// its device and inode; `inode_sort`: its file system is one where fts
     /// sorts big directories by inode.
     pub fn operand(run: &'static Run, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
+        Node::operand_detailed(run, path, own, Detail::default(), id, inode_sort)
+    }
+
+    /// [`Node::operand`] with the operand's own detail, for a detailed tree.
+    pub fn operand_detailed(
+        run: &'static Run,
+        path: &[u8],
+        own: Usage,
+        detail: Detail,
+        id: (u64, u64),
+        inode_sort: bool,
+    ) -> Node {
         let listed = Listed {
             own,
             position: 0,
             dev: id.0,
             ino: id.1,
+            detail,
         };
         Node::new(run, Parent::Operand, 0, path, path, listed, inode_sort)
     }
@@ -143,6 +162,7 @@ impl Node {
             position: u64::MAX,
             dev: u64::MAX,
             ino: u64::MAX,
+            detail: Detail::new(0, 0, Detail::DIR),
         });
         let (run, depth, inode_sort) = (parent.run, parent.depth + 1, parent.inode_sort);
         Node::new(run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
@@ -164,6 +184,7 @@ impl Node {
             position,
             dev,
             ino,
+            detail,
         } = listed;
         Node {
             run,
@@ -174,6 +195,7 @@ impl Node {
             ino,
             path: (depth as usize <= settings.max_depth).then(|| path.into()),
             name: keep_tree.then(|| name.into()),
+            detail,
             local: AtomicU64::new(own.amount),
             below: AtomicU64::new(0),
             newest: Newest::new(own.stamp),
@@ -219,7 +241,7 @@ impl Node {
     }
 
     /// The entry just listed is a subdirectory to enter, with its inode and own usage.
-    pub fn list_subdir(&self, name: &[u8], (dev, ino): (u64, u64), own: Usage) {
+    pub fn list_subdir(&self, name: &[u8], (dev, ino): (u64, u64), own: Usage, detail: Detail) {
         let files_before = self.listed_files.load(Relaxed);
         let rank = self.listed_dirs.fetch_add(1, Relaxed);
         let subdir = Subdir {
@@ -229,6 +251,7 @@ impl Node {
                 position: dir_position(files_before, rank),
                 dev,
                 ino,
+                detail,
             },
             claimed: false,
         };
@@ -290,9 +313,14 @@ impl Node {
         path.into_boxed_slice()
     }
 
+    /// Whether the tree kept is the browser's, with a [`Detail`] per entry.
+    pub fn detailed(&self) -> bool {
+        self.run.settings.browse
+    }
+
     /// A multiply-linked file judged the first of its links; `-a` prints it
     /// (`print`, with its `name` kept for that or for the tree).
-    pub fn add_link(&self, usage: Usage, name: Option<&[u8]>, print: bool) {
+    pub fn add_link(&self, usage: Usage, name: Option<&[u8]>, print: bool, detail: Detail) {
         self.add(usage);
         let Some(name) = name else { return };
         if let (true, Some(dir)) = (print, &self.path) {
@@ -301,7 +329,12 @@ impl Node {
             self.run.out.write(&line);
         }
         if let Some(tree) = &self.tree {
-            tree.lock().unwrap_or_else(|e| e.into_inner()).leaf(name, usage.amount);
+            let mut tree = tree.lock().unwrap_or_else(|e| e.into_inner());
+            if self.detailed() {
+                tree.detailed_leaf(name, usage.amount, detail);
+            } else {
+                tree.leaf(name, usage.amount);
+            }
         }
     }
 
@@ -312,9 +345,12 @@ impl Node {
             self.newest.offer(sub.total.stamp);
         }
         if let (Some(kids), Some(tree)) = (sub.tree, &self.tree) {
-            tree.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .dir(&sub.name, sub.total.amount, kids);
+            let mut tree = tree.lock().unwrap_or_else(|e| e.into_inner());
+            if self.detailed() {
+                tree.detailed_dir(&sub.name, sub.total.amount, sub.detail, kids);
+            } else {
+                tree.dir(&sub.name, sub.total.amount, kids);
+            }
         }
     }
 
@@ -348,7 +384,13 @@ impl Node {
                 }
             }
             if let Some(t) = &mut tree {
-                t.leaf(&s.name, own.amount);
+                if settings.browse {
+                    let mut detail = s.listed.detail;
+                    detail.flags |= Detail::READ_ERROR;
+                    t.detailed_leaf(&s.name, own.amount, detail);
+                } else {
+                    t.leaf(&s.name, own.amount);
+                }
             }
         }
         let local = *self.local.get_mut();
@@ -376,6 +418,7 @@ impl Node {
             name: self.name.take().unwrap_or_default(),
             total,
             tree,
+            detail: self.detail,
         };
         Some((sub, self.parent.take()?))
     }
@@ -393,7 +436,7 @@ impl Drop for Node {
                     Arc::into_inner(node).and_then(|mut node| node.finish())
                 }
                 Parent::Operand => {
-                    self.run.add_operand(&sub.name, sub.total, sub.tree);
+                    self.run.add_operand(&sub.name, sub.total, sub.tree, sub.detail);
                     None
                 }
             };
@@ -504,7 +547,7 @@ pub mod testing {
     /// List a subdirectory of `parent` (its own size 100, modified at `secs`) and enter it.
     pub fn enter(parent: &Arc<Node>, name: &str, ino: u64, secs: i64) -> Arc<Node> {
         parent.list_entry();
-        parent.list_subdir(name.as_bytes(), (0, ino), usage(100, secs));
+        parent.list_subdir(name.as_bytes(), (0, ino), usage(100, secs), Default::default());
         let path = [
             std::str::from_utf8(parent.path.as_deref().unwrap_or(b"?")).unwrap(),
             name,
@@ -545,7 +588,7 @@ mod tests {
         let mut out = Lines::new(&[]);
         let root = out.operand("r");
         root.list_entry();
-        root.list_subdir(b"locked", (0, 9), usage(100, 0));
+        root.list_subdir(b"locked", (0, 9), usage(100, 0), Default::default());
         let open = enter(&root, "open", 10, 0);
         drop(open);
         drop(root);
@@ -570,10 +613,10 @@ mod tests {
         let mut out = Lines::new(&["-d1"]);
         let root = out.operand("r");
         root.list_entry();
-        root.list_subdir(b"locked", (0, 9), usage(100, 0));
+        root.list_subdir(b"locked", (0, 9), usage(100, 0), Default::default());
         let a = enter(&root, "a", 2, 0);
         a.list_entry();
-        a.list_subdir(b"locked", (0, 11), usage(100, 0));
+        a.list_subdir(b"locked", (0, 11), usage(100, 0), Default::default());
         let b = enter(&a, "b", 3, 0);
         drop((b, a, root));
         // r/a/b and r/a/locked are below depth 1: counted, not printed.
@@ -603,7 +646,7 @@ mod tests {
             .spawn(move || {
                 let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (0, 0), false));
                 for level in 0..100_000 {
-                    node.list_subdir(b"d", (0, level), usage(1, 0));
+                    node.list_subdir(b"d", (0, level), usage(1, 0), Default::default());
                     let listed = node.claim(b"d");
                     node = Arc::new(Node::subdir(node, b"r/d", listed, || unreachable!()));
                 }

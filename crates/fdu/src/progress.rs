@@ -4,14 +4,36 @@
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Mutex;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// Entries and bytes seen so far, counted by the scan.
+/// Entries and bytes seen so far, counted by the scan, and a directory it
+/// entered lately.
 #[derive(Default)]
 pub struct Progress {
     pub entries: AtomicU64,
     pub bytes: AtomicU64,
+    dirs: AtomicU64,
+    current: Mutex<Vec<u8>>,
+}
+
+impl Progress {
+    /// The scan entered the directory at `path`: one in 64 is noted, and
+    /// only when no reader holds the note (it is for a person to read).
+    pub fn entered(&self, path: &[u8]) {
+        if self.dirs.fetch_add(1, Relaxed).is_multiple_of(64) {
+            if let Ok(mut current) = self.current.try_lock() {
+                current.clear();
+                current.extend_from_slice(path);
+            }
+        }
+    }
+
+    /// A directory the scan entered lately.
+    pub fn current(&self) -> Vec<u8> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Short scans finish before this and never draw anything.

@@ -10,7 +10,7 @@ use fnd_walk::Metadata;
 use crate::messages::{error_text, quote, report};
 use crate::output::Output;
 use crate::settings::Settings;
-use crate::tree::{Root, TreeBuilder};
+use crate::tree::{Detail, Root, TreeBuilder};
 use crate::usage::{Newest, Stamp, Usage};
 
 pub struct Run {
@@ -80,14 +80,19 @@ impl Run {
         self.failed.load(Relaxed) || self.out.failed()
     }
 
-    /// An operand is done: its total joins the grand total, its tree the views'.
-    pub fn add_operand(&self, name: &[u8], total: Usage, tree: Option<TreeBuilder>) {
+    /// An operand is done: its total joins the grand total, its tree the
+    /// views' (`own`: the operand's own detail, for a detailed tree).
+    pub fn add_operand(&self, name: &[u8], total: Usage, tree: Option<TreeBuilder>, own: Detail) {
         self.grand_total.fetch_add(total.amount, Relaxed);
         if self.settings.time.is_some() {
             self.grand_newest.offer(total.stamp);
         }
         if let Some(kids) = tree {
-            let root = Root::new(name, kids.into_node(total.amount));
+            let (node, detail) = kids.into_detailed_node(total.amount, own);
+            let mut root = Root::new(name, node);
+            if self.settings.browse {
+                root.detail = detail;
+            }
             self.trees.lock().unwrap_or_else(|e| e.into_inner()).push(root);
         }
     }

@@ -27,14 +27,14 @@ use crate::output::Output;
 use crate::progress::Progress;
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
-use crate::tree::TreeBuilder;
-use crate::usage::Usage;
+use crate::tree::{Detail, TreeBuilder};
+use crate::usage::{self, Usage};
 
 /// What one whole run's walks share: the run, and the few things that
 /// outlive a single operand's walk.
 pub struct Scan {
     pub run: Run,
-    pub progress: Progress,
+    pub progress: &'static Progress,
     excludes: Excludes,
     operands: Operands,
     /// Multiply-linked inodes already counted, across operands.
@@ -44,8 +44,8 @@ pub struct Scan {
     /// Device of the operand being walked (`-x`), and its inode.
     root_dev: AtomicU64,
     root_ino: AtomicU64,
-    /// The operand being walked: its own usage, for its node.
-    root_own: Mutex<Option<Usage>>,
+    /// The operand being walked: its own usage and detail, for its node.
+    root_own: Mutex<Option<(Usage, Detail)>>,
     /// Set once the operand's node has been made.
     root_entered: AtomicBool,
     /// The operand's file system is one where fts sorts big directories by inode.
@@ -54,13 +54,18 @@ pub struct Scan {
 
 impl Scan {
     /// `ids`: each operand's (device, inode), `None` for one that cannot be statted.
-    pub fn new(settings: Settings, out: Output, ids: &[Option<(u64, u64)>]) -> Result<Scan, String> {
+    pub fn new(
+        settings: Settings,
+        out: Output,
+        ids: &[Option<(u64, u64)>],
+        progress: &'static Progress,
+    ) -> Result<Scan, String> {
         Ok(Scan {
             excludes: Excludes::new(&settings.excludes)?,
             operands: Operands::new(ids, settings.count_links),
             links: Links::default(),
             dirs_seen: Mutex::new(HashSet::new()),
-            progress: Progress::default(),
+            progress,
             root_dev: AtomicU64::new(0),
             root_ino: AtomicU64::new(0),
             root_own: Mutex::new(None),
@@ -91,7 +96,8 @@ impl Scan {
         run.line(&mut line, usage, path);
         run.out.write(&line);
         self.progress.entries.fetch_add(1, Relaxed);
-        run.add_operand(path, usage, run.settings.keeps_tree().then(TreeBuilder::default));
+        let tree = run.settings.keeps_tree().then(TreeBuilder::default);
+        run.add_operand(path, usage, tree, usage::detail(m));
     }
 
     /// Walk an operand that is a directory, in parallel, and print its lines.
@@ -99,7 +105,7 @@ impl Scan {
         let settings = &self.run.settings;
         self.root_dev.store(m.dev, Relaxed);
         self.root_ino.store(m.ino, Relaxed);
-        *self.root_own.lock().unwrap_or_else(|e| e.into_inner()) = Some(self.run.usage(m));
+        *self.root_own.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.run.usage(m), usage::detail(m)));
         self.root_entered.store(false, Relaxed);
         self.inode_sort.store(inode_sort_may_be_useful(path), Relaxed);
         if settings.follow == Follow::All {
@@ -123,12 +129,13 @@ impl Scan {
         self.links.resolve(sightings);
         if !self.root_entered.load(Relaxed) {
             // The operand could not be read: du still prints its own size.
-            if let Some(own) = self.root_own.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            if let Some((own, mut detail)) = self.root_own.lock().unwrap_or_else(|e| e.into_inner()).take() {
                 let run = &self.run;
                 let mut line = Vec::new();
                 run.line(&mut line, own, path);
                 run.out.write(&line);
-                run.add_operand(path, own, settings.keeps_tree().then(TreeBuilder::default));
+                detail.flags |= Detail::READ_ERROR;
+                run.add_operand(path, own, settings.keeps_tree().then(TreeBuilder::default), detail);
             }
         }
     }
@@ -161,14 +168,14 @@ impl EntryFilter for DuFilter {
         let node = match parent {
             None => {
                 scan.root_entered.store(true, Relaxed);
-                let own = scan
+                let (own, detail) = scan
                     .root_own
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .take()
                     .unwrap_or_default();
                 let id = (scan.root_dev.load(Relaxed), scan.root_ino.load(Relaxed));
-                Node::operand(&scan.run, dir.path, own, id, scan.inode_sort.load(Relaxed))
+                Node::operand_detailed(&scan.run, dir.path, own, detail, id, scan.inode_sort.load(Relaxed))
             }
             Some(parent) => {
                 let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
@@ -182,6 +189,7 @@ impl EntryFilter for DuFilter {
             }
         };
         scan.progress.entries.fetch_add(1, Relaxed);
+        scan.progress.entered(dir.path);
         Some(Arc::new(node))
     }
 
@@ -227,7 +235,7 @@ impl EntryFilter for DuFilter {
         {
             return Decision::SKIP;
         }
-        node.list_subdir(entry.name, (m.dev, m.ino), scan.run.usage(&m));
+        node.list_subdir(entry.name, (m.dev, m.ino), scan.run.usage(&m), usage::detail(&m));
         Decision {
             emit: false,
             descend: true,
@@ -305,6 +313,7 @@ impl Visitor for DuVisitor {
         let print_files = settings.all && chunk.depth() <= settings.max_depth;
         let link_all = settings.follow == Follow::All;
         let keeps_tree = node.keeps_tree();
+        let detailed = node.detailed();
         let mut sum = Usage::NONE;
         let mut disk = 0;
         for entry in chunk.iter() {
@@ -341,6 +350,7 @@ impl Visitor for DuVisitor {
                     usage,
                     name: (print_files || keeps_tree).then(|| entry.name_bytes().into()),
                     print: print_files,
+                    detail: usage::detail(m),
                 });
                 continue;
             }
@@ -350,7 +360,10 @@ impl Visitor for DuVisitor {
                 entry.write_path(&mut path);
                 run.line(&mut self.lines, usage, &path);
             }
-            if keeps_tree {
+            if detailed {
+                self.leaves
+                    .detailed_leaf(entry.name_bytes(), usage.amount, usage::detail(m));
+            } else if keeps_tree {
                 self.leaves.leaf(entry.name_bytes(), usage.amount);
             }
         }

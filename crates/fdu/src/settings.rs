@@ -57,13 +57,15 @@ pub struct Settings {
     pub input_file: Option<Vec<u8>>,
     /// A progress line on stderr, when it is a terminal.
     pub progress: bool,
+    /// Browse the tree in the terminal (`-i`) instead of printing du's lines.
+    pub browse: bool,
 }
 
 impl Settings {
-    /// Whether the scan keeps the whole tree (for `--tree` or `--json`);
-    /// du's lines are then not printed.
+    /// Whether the scan keeps the whole tree (for `--tree`, `--json` or
+    /// the browser); du's lines are then not printed.
     pub fn keeps_tree(&self) -> bool {
-        self.tree.is_some() || self.json
+        self.tree.is_some() || self.json || self.browse
     }
 }
 

@@ -1,7 +1,8 @@
 //! The scanned tree, for the views that need all of it (`--tree`,
-//! `--json`): one compact [`TreeNode`] per entry, built bottom-up as
-//! directories complete ([`TreeBuilder`]), read top-down ([`TreeNode::children`],
-//! [`Root::walk`]).
+//! `--json`, the browser of `-i`): one compact [`TreeNode`] per entry, built
+//! bottom-up as directories complete ([`TreeBuilder`]), read top-down
+//! ([`TreeNode::children`], [`Root::walk`]). The browser also keeps a
+//! [`Detail`] per entry, beside the nodes (the other views pay nothing for it).
 //!
 //! Trees are as deep as the file system (thousands of levels, past
 //! `PATH_MAX`), so nothing here recurses per level: walking is an
@@ -24,6 +25,48 @@ pub struct TreeNode {
 struct Kids {
     names: Box<[u8]>,
     nodes: Box<[TreeNode]>,
+    /// One per node when the tree is detailed; empty otherwise.
+    details: Box<[Detail]>,
+    /// Entries below, at any depth.
+    items: u64,
+}
+
+/// What the browser shows of an entry besides its amount: 16 bytes (so a
+/// detailed entry costs 40 bytes plus its name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detail {
+    /// Apparent size in bytes; a directory's includes everything below it.
+    pub apparent: u64,
+    /// Modification time, seconds since the epoch, clamped to `u32` (the
+    /// browser sorts and shows it; du's lines never come from here).
+    pub mtime: u32,
+    pub flags: u32,
+}
+
+impl Detail {
+    /// A directory (also when empty or unreadable).
+    pub const DIR: u32 = 1;
+    /// A directory that could not be read.
+    pub const READ_ERROR: u32 = 2;
+    /// A directory with an entry below it that could not be read.
+    pub const ERROR_BELOW: u32 = 4;
+
+    pub fn new(apparent: u64, mtime: i64, flags: u32) -> Detail {
+        Detail {
+            apparent,
+            mtime: mtime.clamp(0, u32::MAX as i64) as u32,
+            flags,
+        }
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.flags & Detail::DIR != 0
+    }
+
+    /// Whether it, or something below it, could not be read.
+    pub fn has_error(&self) -> bool {
+        self.flags & (Detail::READ_ERROR | Detail::ERROR_BELOW) != 0
+    }
 }
 
 impl Drop for Kids {
@@ -60,16 +103,131 @@ impl TreeNode {
         self.kids.is_some()
     }
 
+    /// The entries inside, with their names and details (detailed trees only).
+    pub fn detailed_children(&self) -> impl ExactSizeIterator<Item = (&[u8], &TreeNode, Detail)> + '_ {
+        let (names, nodes, details): (&[u8], &[TreeNode], &[Detail]) = match &self.kids {
+            Some(k) if k.details.len() == k.nodes.len() => (&k.names, &k.nodes, &k.details),
+            _ => (&[], &[], &[]),
+        };
+        nodes.iter().zip(details).map(move |(n, d)| (n.name_in(names), n, *d))
+    }
+
+    /// The `index`-th entry's detail (default when the tree is not detailed).
+    pub fn child_detail(&self, index: usize) -> Detail {
+        self.kids
+            .as_ref()
+            .and_then(|k| k.details.get(index).copied())
+            .unwrap_or_default()
+    }
+
+    /// Entries below it, at any depth.
+    pub fn items(&self) -> u64 {
+        self.kids.as_ref().map_or(0, |k| k.items)
+    }
+
+    /// The `index`-th entry inside, to change. Panics past the last one.
+    pub fn child_mut(&mut self, index: usize) -> &mut TreeNode {
+        &mut self.kids.as_mut().expect("index of an existing child").nodes[index]
+    }
+
+    /// Take the `index`-th entry out (with what is below it): its amount,
+    /// detail and entries no longer count here; the caller adjusts the
+    /// levels above with what this returns.
+    pub fn remove_child(&mut self, index: usize) -> Removed {
+        let mut kids = self.kids.take().expect("index of an existing child");
+        let names = std::mem::take(&mut kids.names);
+        let nodes = std::mem::take(&mut kids.nodes);
+        let details = std::mem::take(&mut kids.details);
+        let mut rebuilt = TreeBuilder::default();
+        let mut removed = None;
+        let detailed = details.len() == nodes.len();
+        for (i, node) in nodes.into_vec().into_iter().enumerate() {
+            let detail = details.get(i).copied();
+            if i == index {
+                removed = Some(Removed {
+                    amount: node.amount,
+                    apparent: detail.unwrap_or_default().apparent,
+                    items: 1 + node.items(),
+                });
+                continue;
+            }
+            let name = node.name_in(&names).to_vec();
+            rebuilt.push(&name, node.amount, node.kids, detail.filter(|_| detailed));
+        }
+        let removed = removed.expect("index of an existing child");
+        self.kids = rebuilt.build();
+        self.amount -= removed.amount;
+        removed
+    }
+
+    /// Put `node` in place of the `index`-th entry (its name kept), with
+    /// its new detail. Totals do not move here: the caller moves this
+    /// level's and those above with [`TreeNode::adjust`].
+    pub fn replace_child(&mut self, index: usize, node: TreeNode, detail: Detail) {
+        let kids = self.kids.as_mut().expect("index of an existing child");
+        let old = std::mem::replace(&mut kids.nodes[index], node);
+        let new = &mut kids.nodes[index];
+        (new.name_start, new.name_len) = (old.name_start, old.name_len);
+        if let Some(d) = kids.details.get_mut(index) {
+            *d = detail;
+        }
+    }
+
+    /// After an entry somewhere below changed: this one's totals move by
+    /// `change` (and the `index`-th entry's apparent size, when given).
+    pub fn adjust(&mut self, index: Option<usize>, change: Change) {
+        self.amount = self.amount.saturating_add_signed(change.amount);
+        if let Some(kids) = &mut self.kids {
+            kids.items = kids.items.saturating_add_signed(change.items);
+            if let Some(d) = index.and_then(|i| kids.details.get_mut(i)) {
+                d.apparent = d.apparent.saturating_add_signed(change.apparent);
+            }
+        }
+    }
+}
+
+/// What was taken out of a directory by [`TreeNode::remove_child`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    pub amount: u64,
+    pub apparent: u64,
+    /// The entry and everything below it.
+    pub items: u64,
+}
+
+/// How the totals of the directories above a changed entry move.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Change {
+    pub amount: i64,
+    pub apparent: i64,
+    pub items: i64,
+}
+
+impl Change {
+    /// From what an entry was (`old`) to what it is (`new`): amount, apparent size, entries.
+    pub fn between(old: (u64, u64, u64), new: (u64, u64, u64)) -> Change {
+        let delta = |a: u64, b: u64| (b as i128 - a as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        Change {
+            amount: delta(old.0, new.0),
+            apparent: delta(old.1, new.1),
+            items: delta(old.2, new.2),
+        }
+    }
+}
+
+impl TreeNode {
     fn name_in<'a>(&self, names: &'a [u8]) -> &'a [u8] {
         &names[self.name_start as usize..(self.name_start + self.name_len) as usize]
     }
 }
 
-/// A directory's entries as the scan (or a reader) gathers them.
+/// A directory's entries as the scan (or a reader) gathers them: plain
+/// (amounts only) or detailed (a [`Detail`] for each), never both.
 #[derive(Debug, Default)]
 pub struct TreeBuilder {
     names: Vec<u8>,
     nodes: Vec<TreeNode>,
+    details: Vec<Detail>,
 }
 
 impl TreeBuilder {
@@ -80,14 +238,45 @@ impl TreeBuilder {
 
     /// A directory whose entries are in `kids`.
     pub fn dir(&mut self, name: &[u8], amount: u64, kids: TreeBuilder) {
+        self.push(name, amount, kids.build(), None);
+    }
+
+    /// A file (or an unreadable directory) of a detailed tree.
+    pub fn detailed_leaf(&mut self, name: &[u8], amount: u64, detail: Detail) {
+        self.push(name, amount, None, Some(detail));
+    }
+
+    /// A directory of a detailed tree: `own` is the directory's own
+    /// detail; its apparent size and error flags take in its entries'.
+    pub fn detailed_dir(&mut self, name: &[u8], amount: u64, own: Detail, kids: TreeBuilder) {
+        let detail = kids.sum_into(own);
+        self.push(name, amount, kids.build(), Some(detail));
+    }
+
+    fn push(&mut self, name: &[u8], amount: u64, kids: Option<Box<Kids>>, detail: Option<Detail>) {
         let name_start = self.names.len() as u32;
         self.names.extend_from_slice(name);
         self.nodes.push(TreeNode {
             amount,
             name_start,
             name_len: name.len() as u32,
-            kids: kids.build(),
+            kids,
         });
+        if let Some(d) = detail {
+            self.details.push(d);
+        }
+    }
+
+    /// `own` with these entries' apparent sizes added and their errors seen.
+    fn sum_into(&self, own: Detail) -> Detail {
+        let mut detail = own;
+        for d in &self.details {
+            detail.apparent += d.apparent;
+            if d.has_error() {
+                detail.flags |= Detail::ERROR_BELOW;
+            }
+        }
+        detail
     }
 
     /// Move `other`'s entries here (a worker's batch into its directory).
@@ -98,13 +287,17 @@ impl TreeBuilder {
             name_start: n.name_start + base,
             ..n
         }));
+        self.details.append(&mut other.details);
     }
 
     fn build(self) -> Option<Box<Kids>> {
         (!self.nodes.is_empty()).then(|| {
+            let items = self.nodes.len() as u64 + self.nodes.iter().map(TreeNode::items).sum::<u64>();
             Box::new(Kids {
                 names: self.names.into_boxed_slice(),
                 nodes: self.nodes.into_boxed_slice(),
+                details: self.details.into_boxed_slice(),
+                items,
             })
         })
     }
@@ -118,6 +311,13 @@ impl TreeBuilder {
             kids: self.build(),
         }
     }
+
+    /// The node of a directory of a detailed tree, and its detail (`own`
+    /// with its entries' taken in).
+    pub fn into_detailed_node(self, amount: u64, own: Detail) -> (TreeNode, Detail) {
+        let detail = self.sum_into(own);
+        (self.into_node(amount), detail)
+    }
 }
 
 /// An operand's tree.
@@ -125,6 +325,8 @@ pub struct Root {
     /// The operand as given.
     pub name: Box<[u8]>,
     pub node: TreeNode,
+    /// The operand's detail, when the tree is detailed.
+    pub detail: Detail,
 }
 
 impl Root {
@@ -132,6 +334,7 @@ impl Root {
         Root {
             name: name.into(),
             node,
+            detail: Detail::default(),
         }
     }
 

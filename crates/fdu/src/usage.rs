@@ -6,6 +6,14 @@ use std::sync::Mutex;
 use fnd_walk::Metadata;
 
 use crate::settings::{Measure, TimeKind};
+use crate::tree::Detail;
+
+/// What the browser keeps of an entry: its apparent size (by du's rule)
+/// and modification time, and whether it is a directory.
+pub fn detail(m: &Metadata) -> Detail {
+    let flags = if m.is_dir() { Detail::DIR } else { 0 };
+    Detail::new(Usage::of(m, Measure::Apparent, None).amount, m.mtime, flags)
+}
 
 /// How much an entry counts, and its time for `--time`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

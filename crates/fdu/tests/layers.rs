@@ -25,6 +25,7 @@ fn modules_import_only_downwards() {
             &["node"],
             &["hardlinks"],
             &["scan", "export"],
+            &["browse"],
         ],
     );
 }

@@ -1,0 +1,244 @@
+//! `fdu -i`: the scanned tree in a full-screen browser, as ncdu shows it.
+//!
+//! The scan is the same parallel scan as du's lines (with a detail per
+//! entry: 40 bytes and its name), run on its own thread while this one
+//! draws its progress. Then [`model`] holds the tree and answers keys, and
+//! [`draw`] paints the screen. Deleting goes through the engine's
+//! `remove` (descriptors, no symlink followed), rescanning through the same
+//! scan as the first.
+//!
+//! The terminal is always given back as it was: on quit, on Ctrl-C (a key
+//! in raw mode), after an error and after a panic (a hook restores it
+//! before the message is printed). Messages of the scan (unreadable
+//! folders…) are held while the screen is in use and printed after.
+
+pub mod draw;
+pub mod model;
+
+use std::io::{IsTerminal, Stdout};
+use std::os::unix::ffi::OsStrExt;
+use std::process::ExitCode;
+use std::sync::Once;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use crossterm::{cursor, execute};
+use ratatui::backend::CrosstermBackend;
+use ratatui::widgets::Paragraph;
+use ratatui::Terminal;
+
+use crate::messages::{self, report};
+use crate::progress::Progress;
+use crate::settings::Settings;
+use crate::tree::{Detail, Root, TreeNode};
+use model::{Actions, Key, Model, Outcome};
+
+/// How the browser scans: the one operand of `settings`, into a detailed tree.
+pub type ScanTree = fn(&Settings, &'static Progress) -> Option<Root>;
+
+/// The terminal in raw mode on the alternate screen, given back on drop.
+struct Screen {
+    terminal: Terminal<CrosstermBackend<Stdout>>,
+}
+
+impl Screen {
+    fn enter() -> std::io::Result<Screen> {
+        static HOOK: Once = Once::new();
+        HOOK.call_once(|| {
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                restore();
+                previous(info);
+            }));
+        });
+        terminal::enable_raw_mode()?;
+        let mut stdout = std::io::stdout();
+        if let Err(e) = execute!(stdout, EnterAlternateScreen, cursor::Hide) {
+            restore();
+            return Err(e);
+        }
+        match Terminal::new(CrosstermBackend::new(stdout)) {
+            Ok(terminal) => Ok(Screen { terminal }),
+            Err(e) => {
+                restore();
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        restore();
+    }
+}
+
+/// Give the terminal back: cooked mode, the main screen, a cursor.
+fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = execute!(std::io::stdout(), LeaveAlternateScreen, cursor::Show);
+}
+
+/// The whole `-i` run.
+pub fn run(settings: Settings, scan: ScanTree) -> ExitCode {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        report("--interactive needs a terminal on stdin and stdout");
+        return ExitCode::from(1);
+    }
+    messages::hold();
+    let mut screen = match Screen::enter() {
+        Ok(s) => s,
+        Err(e) => {
+            messages::release();
+            report(&format!("cannot use the terminal: {}", messages::error_text(&e)));
+            return ExitCode::from(1);
+        }
+    };
+    let result = browse(&mut screen, &settings, scan);
+    drop(screen);
+    let held = messages::release();
+    for line in &held {
+        eprintln!("{line}");
+    }
+    match result {
+        Ok(()) if held.is_empty() => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(1),
+        Err(message) => {
+            report(&message);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Scan, then answer keys until `q`. `Err`: why it stopped early.
+fn browse(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<(), String> {
+    let root = scan_with_progress(screen, settings, scan)?;
+    let mut model = Model::new(root);
+    let mut actions = Disk { settings, scan };
+    loop {
+        let size = draw(screen, &mut model)?;
+        let key = match event::read().map_err(|e| format!("cannot read the terminal: {e}"))? {
+            Event::Key(k) if k.kind != KeyEventKind::Release => match key_of(k) {
+                Some(key) => key,
+                None => continue,
+            },
+            // A resize (or anything else) redraws at the new size.
+            _ => continue,
+        };
+        if key == Key::Char('r') || matches!(model.dialog, Some(model::Dialog::ConfirmDelete { .. })) {
+            // A rescan or a deletion can take a while: say so first.
+            let _ = screen.terminal.draw(|f| {
+                let area = f.area();
+                f.render_widget(Paragraph::new(" working…"), ratatui::layout::Rect { height: 1, ..area });
+            });
+        }
+        if model.key(key, size, &mut actions) == Outcome::Quit {
+            return Ok(());
+        }
+    }
+}
+
+/// Draw the model; how many entries a page shows.
+fn draw(screen: &mut Screen, model: &mut Model) -> Result<usize, String> {
+    let mut page = 1;
+    screen
+        .terminal
+        .draw(|f| {
+            page = draw::page_height(f.area());
+            draw::render(model, f);
+        })
+        .map_err(|e| format!("cannot draw on the terminal: {e}"))?;
+    Ok(page)
+}
+
+/// The scan on its own thread; this one shows its progress and listens
+/// for `q` and Ctrl-C.
+fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<Root, String> {
+    let progress: &'static Progress = Box::leak(Box::default());
+    let owned = settings.clone();
+    let worker = std::thread::spawn(move || scan(&owned, progress));
+    let started = Instant::now();
+    while !worker.is_finished() {
+        let elapsed = started.elapsed().as_secs_f64();
+        let text = format!(
+            "\n  Scanning {}…\n\n  {} entries, {} on disk, {} errors, {elapsed:.1} s\n\n  {}\n\n  q or Ctrl-C: stop",
+            draw::printable(settings.operands.first().map_or(&b"."[..], |o| o)),
+            progress.entries.load(std::sync::atomic::Ordering::Relaxed),
+            draw::human(progress.bytes.load(std::sync::atomic::Ordering::Relaxed)),
+            messages::held_count(),
+            draw::printable(&progress.current()),
+        );
+        screen
+            .terminal
+            .draw(|f| f.render_widget(Paragraph::new(text), f.area()))
+            .map_err(|e| format!("cannot draw on the terminal: {e}"))?;
+        if event::poll(Duration::from_millis(100)).unwrap_or(false) {
+            if let Ok(Event::Key(k)) = event::read() {
+                if matches!(key_of(k), Some(Key::Interrupt | Key::Char('q'))) {
+                    return Err("interrupted while scanning".into());
+                }
+            }
+        }
+    }
+    let root = worker.join().map_err(|_| "the scan failed".to_string())?;
+    root.ok_or_else(|| "nothing to show".to_string())
+}
+
+fn key_of(k: KeyEvent) -> Option<Key> {
+    if k.modifiers.contains(KeyModifiers::CONTROL) {
+        return matches!(k.code, KeyCode::Char('c')).then_some(Key::Interrupt);
+    }
+    Some(match k.code {
+        KeyCode::Up => Key::Up,
+        KeyCode::Down => Key::Down,
+        KeyCode::PageUp => Key::PageUp,
+        KeyCode::PageDown => Key::PageDown,
+        KeyCode::Home => Key::Home,
+        KeyCode::End => Key::End,
+        KeyCode::Enter | KeyCode::Right => Key::Open,
+        KeyCode::Backspace | KeyCode::Left => Key::Back,
+        KeyCode::Esc => Key::Cancel,
+        KeyCode::Char(c) => Key::Char(c),
+        _ => return None,
+    })
+}
+
+/// The browser's actions on the real file system.
+struct Disk<'a> {
+    settings: &'a Settings,
+    scan: ScanTree,
+}
+
+impl Actions for Disk<'_> {
+    fn delete(&mut self, dir: &[u8], name: &[u8]) -> Result<(), String> {
+        let parent = fnd_walk::remove::open_dir(std::path::Path::new(std::ffi::OsStr::from_bytes(dir)))
+            .map_err(|e| format!("cannot open {}: {}", draw::printable(dir), messages::error_text(&e)))?;
+        let removal = fnd_walk::remove::remove(std::os::fd::AsFd::as_fd(&parent), name);
+        if removal.complete() {
+            return Ok(());
+        }
+        let count = removal.failures.len() as u64 + removal.more_failures;
+        let mut text = format!("{count} entries could not be deleted:");
+        for (path, error) in removal.failures.iter().take(5) {
+            let mut full = dir.to_vec();
+            full.push(b'/');
+            full.extend_from_slice(path);
+            text.push_str(&format!(
+                "\n{}: {}",
+                draw::printable(&full),
+                messages::error_text(error)
+            ));
+        }
+        Err(text)
+    }
+
+    fn rescan(&mut self, path: &[u8]) -> Option<(TreeNode, Detail)> {
+        let mut settings = self.settings.clone();
+        settings.operands = vec![path.to_vec()];
+        settings.files0_from = None;
+        let progress: &'static Progress = Box::leak(Box::default());
+        let root = (self.scan)(&settings, progress)?;
+        Some((root.node, root.detail))
+    }
+}
