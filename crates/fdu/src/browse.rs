@@ -82,8 +82,9 @@ fn restore() {
 
 /// The whole `-i` run.
 pub fn run(settings: Settings, scan: ScanTree) -> ExitCode {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        report("--interactive needs a terminal on stdin and stdout");
+    // Keys come from stdin, or from /dev/tty when stdin is an export (`-f -`).
+    if !std::io::stdout().is_terminal() {
+        report("--interactive needs a terminal on stdout");
         return ExitCode::from(1);
     }
     messages::hold();
@@ -210,8 +211,19 @@ struct Disk<'a> {
     scan: ScanTree,
 }
 
+impl Disk<'_> {
+    /// A tree read from an export is shown, not changed: what is on disk
+    /// now may not be what the export describes.
+    fn imported(&self) -> bool {
+        self.settings.input_file.is_some()
+    }
+}
+
 impl Actions for Disk<'_> {
     fn delete(&mut self, dir: &[u8], name: &[u8]) -> Result<(), String> {
+        if self.imported() {
+            return Err("A tree read from an export is browsed, not changed: nothing was deleted.".into());
+        }
         let parent = fnd_walk::remove::open_dir(std::path::Path::new(std::ffi::OsStr::from_bytes(dir)))
             .map_err(|e| format!("cannot open {}: {}", draw::printable(dir), messages::error_text(&e)))?;
         let removal = fnd_walk::remove::remove(std::os::fd::AsFd::as_fd(&parent), name);
@@ -234,6 +246,9 @@ impl Actions for Disk<'_> {
     }
 
     fn rescan(&mut self, path: &[u8]) -> Option<(TreeNode, Detail)> {
+        if self.imported() {
+            return None;
+        }
         let mut settings = self.settings.clone();
         settings.operands = vec![path.to_vec()];
         settings.files0_from = None;

@@ -317,6 +317,9 @@ fn read_input(file: &[u8]) -> Result<Vec<u8>, ExitCode> {
 /// `-f FILE`: du's lines (or the tree view, or JSON) of an export in
 /// ncdu's format, as if the tree had been scanned.
 fn show_export(file: &[u8], settings: Settings) -> ExitCode {
+    if settings.browse {
+        return browse::run(settings, export_tree);
+    }
     let data = match read_input(file) {
         Ok(data) => data,
         Err(code) => return code,
@@ -338,6 +341,23 @@ fn show_export(file: &[u8], settings: Settings) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// The browser's tree of an export (`-f FILE -i`); `None` when it cannot
+/// be read (the reason was reported).
+fn export_tree(settings: &Settings, _: &'static progress::Progress) -> Option<tree::Root> {
+    let file = settings.input_file.as_deref()?;
+    let data = read_input(file).ok()?;
+    let export = match ncdu::read(&data, settings.measure) {
+        Ok(export) => export,
+        Err(e) => {
+            report(&format!("{}: not an export in ncdu's format: {e}", quote(file)));
+            return None;
+        }
+    };
+    let run = run::Run::new(settings.clone(), Output::stdout());
+    export.replay(&run);
+    run.take_trees().into_iter().next()
 }
 
 fn show_saved_tree(file: &[u8], settings: &Settings) -> ExitCode {

@@ -23,16 +23,19 @@ use std::collections::HashSet;
 use crate::json_stream::{Error, Event, Reader};
 use crate::run::Run;
 use crate::settings::Measure;
-use crate::tree::TreeBuilder;
+use crate::tree::{Detail, TreeBuilder};
 use crate::usage::{Stamp, Usage};
 
 /// One entry of an export, in the export's order (pre-order).
 struct Item {
     depth: u32,
     is_dir: bool,
-    /// Its own amount in the run's measure.
+    /// Its own amount in the run's measure, and its apparent size.
     own: u64,
+    apparent: u64,
     mtime: i64,
+    /// A directory ncdu could not read.
+    read_error: bool,
     name: std::ops::Range<usize>,
 }
 
@@ -55,6 +58,7 @@ struct Info {
     nlink: Option<u64>,
     excluded: bool,
     mtime: i64,
+    read_error: bool,
 }
 
 /// Read an export; `measure` picks what an entry counts for (`dsize`,
@@ -118,7 +122,9 @@ fn read_export(r: &mut Reader<'_>, measure: Measure) -> Result<Export, Error> {
                         depth: open.len() as u32,
                         is_dir: dir_entry_next,
                         own,
+                        apparent: info.asize,
                         mtime: info.mtime,
+                        read_error: info.read_error,
                         name: start..export.names.len(),
                     });
                 }
@@ -165,6 +171,7 @@ fn read_info(r: &mut Reader<'_>) -> Result<Info, Error> {
             b"ino" => info.ino = Some(number(r)?),
             b"nlink" => info.nlink = Some(number(r)?),
             b"hlnkc" => info.hard_link = r.next()? == Some(Event::Bool(true)),
+            b"read_error" => info.read_error = r.next()? == Some(Event::Bool(true)),
             b"excluded" => {
                 r.skip_value()?;
                 info.excluded = true;
@@ -247,6 +254,14 @@ impl Export {
         let mut open: Vec<(usize, usize)> = Vec::new(); // (item, its parent's path length)
         let mut trees: Vec<TreeBuilder> = Vec::new();
         let keep_tree = settings.keeps_tree();
+        let detail = |i: usize| {
+            let item = &items[i];
+            let mut flags = if item.is_dir { Detail::DIR } else { 0 };
+            if item.read_error {
+                flags |= Detail::READ_ERROR;
+            }
+            Detail::new(item.apparent, item.mtime, flags)
+        };
         let print = |out: &mut Vec<u8>, i: usize, path: &[u8]| {
             let item = &items[i];
             let shown = item.depth as usize <= settings.max_depth && (item.is_dir || settings.all);
@@ -265,9 +280,11 @@ impl Export {
                 print(out, i, path);
                 if keep_tree {
                     let kids = trees.pop().expect("a tree per open directory");
+                    let name = &self.names[items[i].name.clone()];
                     match trees.last_mut() {
-                        Some(parent) => parent.dir(&self.names[items[i].name.clone()], total[i], kids),
-                        None => run.add_operand(path, usage(i, total[i]), Some(kids), Default::default()),
+                        Some(parent) if settings.browse => parent.detailed_dir(name, total[i], detail(i), kids),
+                        Some(parent) => parent.dir(name, total[i], kids),
+                        None => run.add_operand(path, usage(i, total[i]), Some(kids), detail(i)),
                     }
                 } else if open.is_empty() {
                     run.add_operand(path, usage(i, total[i]), None, Default::default());
@@ -291,8 +308,10 @@ impl Export {
                 }
             } else {
                 print(&mut out, i, &path);
-                if let Some(parent) = trees.last_mut() {
-                    parent.leaf(name, total[i]);
+                match trees.last_mut() {
+                    Some(parent) if settings.browse => parent.detailed_leaf(name, total[i], detail(i)),
+                    Some(parent) => parent.leaf(name, total[i]),
+                    None => {}
                 }
                 path.truncate(parent_len);
             }
