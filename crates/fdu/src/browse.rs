@@ -160,21 +160,15 @@ fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) 
     let owned = settings.clone();
     let worker = std::thread::spawn(move || scan(&owned, progress));
     let started = Instant::now();
+    let mut drawn: Option<Instant> = None;
     while !worker.is_finished() {
-        let elapsed = started.elapsed().as_secs_f64();
-        let text = format!(
-            "\n  Scanning {}…\n\n  {} entries, {} on disk, {} errors, {elapsed:.1} s\n\n  {}\n\n  q or Ctrl-C: stop",
-            draw::printable(settings.operands.first().map_or(&b"."[..], |o| o)),
-            progress.entries.load(std::sync::atomic::Ordering::Relaxed),
-            draw::human(progress.bytes.load(std::sync::atomic::Ordering::Relaxed)),
-            messages::held_count(),
-            draw::printable(&progress.current()),
-        );
-        screen
-            .terminal
-            .draw(|f| f.render_widget(Paragraph::new(text), f.area()))
-            .map_err(|e| format!("cannot draw on the terminal: {e}"))?;
-        if event::poll(Duration::from_millis(100)).unwrap_or(false) {
+        if drawn.is_none_or(|at| at.elapsed() >= REDRAW) {
+            drawn = Some(Instant::now());
+            draw_progress(screen, settings, progress, started)?;
+        }
+        // Short waits: the first screen follows the end of the scan by at
+        // most this, not by a whole redraw period.
+        if event::poll(Duration::from_millis(5)).unwrap_or(false) {
             if let Ok(Event::Key(k)) = event::read() {
                 if matches!(key_of(k), Some(Key::Interrupt | Key::Char('q'))) {
                     return Err("interrupted while scanning".into());
@@ -184,6 +178,31 @@ fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) 
     }
     let root = worker.join().map_err(|_| "the scan failed".to_string())?;
     root.ok_or_else(|| "nothing to show".to_string())
+}
+
+/// How often the progress of a scan is drawn.
+const REDRAW: Duration = Duration::from_millis(100);
+
+fn draw_progress(
+    screen: &mut Screen,
+    settings: &Settings,
+    progress: &Progress,
+    started: Instant,
+) -> Result<(), String> {
+    let elapsed = started.elapsed().as_secs_f64();
+    let text = format!(
+        "\n  Scanning {}…\n\n  {} entries, {} on disk, {} errors, {elapsed:.1} s\n\n  {}\n\n  q or Ctrl-C: stop",
+        draw::printable(settings.operands.first().map_or(&b"."[..], |o| o)),
+        progress.entries.load(std::sync::atomic::Ordering::Relaxed),
+        draw::human(progress.bytes.load(std::sync::atomic::Ordering::Relaxed)),
+        messages::held_count(),
+        draw::printable(&progress.current()),
+    );
+    screen
+        .terminal
+        .draw(|f| f.render_widget(Paragraph::new(text), f.area()))
+        .map(drop)
+        .map_err(|e| format!("cannot draw on the terminal: {e}"))
 }
 
 fn key_of(k: KeyEvent) -> Option<Key> {

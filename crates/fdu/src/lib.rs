@@ -18,7 +18,8 @@
 //! - [`node`]: one directory's totals and its completion;
 //! - [`hardlinks`]: which link of a file counts;
 //! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
-//!   ncdu's export format (`-o`).
+//!   ncdu's export format (`-o`);
+//! - [`browse`]: `-i`, the scanned tree in a full-screen browser.
 
 pub mod browse;
 pub mod cli;

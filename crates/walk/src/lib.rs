@@ -89,7 +89,8 @@
 //!
 //! 1. system calls: `dirent` (`getdents64` records), `mounts` (whether a
 //!    short read ends a directory), `open` (`openat`, long paths), [`meta`]
-//!    (types and stat calls), [`error`];
+//!    (types and stat calls), [`error`]; [`remove`] (deleting a tree
+//!    through descriptors, with no symlink followed);
 //! 2. the filter contract: [`filter`];
 //! 3. descriptors: `budget` (how many stay open), `dir` (how a directory is
 //!    opened and how long its descriptor lives);
