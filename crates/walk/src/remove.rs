@@ -50,7 +50,7 @@ pub struct Removal {
     /// Entries deleted (the entry itself included).
     pub removed: u64,
     /// What could not be deleted: its path from the parent, and why
-    /// (the first [`FAILURES_KEPT`] of them).
+    /// (the first hundred of them).
     pub failures: Vec<(Vec<u8>, io::Error)>,
     /// Failures past those kept.
     pub more_failures: u64,
