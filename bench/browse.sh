@@ -15,9 +15,10 @@
 #
 # Each browser runs in a tmux server of its own (120x30 cells), started by
 # /usr/bin/time (for the peak RSS); the screen is read with capture-pane
-# every 20 ms until the status line shows the totals ("Total disk usage",
-# or dua's "Sort mode"), then the browser is sent `q`. The polling costs
-# every browser the same; medians are printed with their ratio to the floor.
+# every 20 ms until the status line shows the scan's totals ("Total disk
+# usage"; dua, which draws while it scans: "Processed N entries in"), then
+# the browser is sent `q`. The polling costs every browser the same;
+# medians are printed with their ratio to the floor.
 # Installing the others: apt-get install ncdu gdu tmux; cargo install
 # --locked dua-cli. Not run by CI: timings need a quiet machine.
 set -euo pipefail
@@ -40,7 +41,7 @@ add() { # name tool marker args...: measured when the tool is found
 }
 add ncdu ncdu "Total disk usage" .
 add gdu gdu "Total disk usage" --no-mouse .
-add "dua i" dua "Sort mode" interactive .
+add "dua i" dua "Processed [0-9]* entries in" interactive .
 
 socket=fnd-browse-$$
 at_exit "tmux -L $socket kill-server 2>/dev/null"
