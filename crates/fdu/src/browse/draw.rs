@@ -60,12 +60,21 @@ pub fn render(model: &mut Model, frame: &mut Frame<'_>) {
         Paragraph::new(" fdu -i  ~  arrows or hjkl to move, d to delete, ? for help, q to quit").style(reverse),
         title,
     );
+    let folder = model.current();
     frame.render_widget(
-        Paragraph::new(format!("--- {} ", printable(&model.current_path()))),
+        Paragraph::new(format!(
+            "--- {}  ({}, {} entries below) ",
+            printable(&model.current_path()),
+            human(model.size_of(folder, model.current_detail())),
+            folder.items()
+        )),
         path,
     );
     model.scroll_to_cursor(list.height as usize);
-    let lines = rows(model, list);
+    let mut lines = rows(model, list);
+    if model.is_empty() {
+        lines.push(Line::from("    (empty folder)"));
+    }
     frame.render_widget(Paragraph::new(lines), list);
     frame.render_widget(Paragraph::new(status_line(model)).style(reverse), status);
     if let Some(dialog) = &model.dialog {
@@ -257,7 +266,7 @@ mod tests {
         let mut m = model(0);
         let lines = screen(&mut m, 80, 10);
         assert!(lines[0].contains("fdu -i"), "{lines:#?}");
-        assert_eq!(lines[1], "--- /data");
+        assert_eq!(lines[1], "--- /data  (18.0 KiB, 4 entries below)");
         assert_eq!(lines[2], "    8.0 KiB  44.4% [####      ] docs/");
         assert_eq!(lines[3], "!   4.0 KiB  22.2% [##        ] locked/");
         assert_eq!(lines[4], "    2.0 KiB  11.1% [#         ] bad?[2Jname\u{fffd}");
