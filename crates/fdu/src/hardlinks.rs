@@ -68,12 +68,13 @@ impl Links {
         keyed.sort_unstable_by(|(ka, a), (kb, b)| (a.dev, a.ino, ka).cmp(&(b.dev, b.ino, kb)));
         let mut last = None;
         for (_, s) in &keyed {
-            if last == Some((s.dev, s.ino)) {
-                continue;
-            }
+            let counted = last != Some((s.dev, s.ino)) && self.first(s.dev, s.ino);
             last = Some((s.dev, s.ino));
-            if self.first(s.dev, s.ino) {
+            if counted {
                 s.node.add_link(s.usage, s.name.as_deref(), s.print, s.detail);
+            } else if s.node.detailed() {
+                // The browser lists every link, as ncdu does; only one counts.
+                s.node.list_link(s.usage, s.name.as_deref(), s.detail);
             }
         }
         drop(keyed);

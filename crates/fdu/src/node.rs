@@ -338,6 +338,17 @@ impl Node {
         }
     }
 
+    /// Another link of a file counted elsewhere: listed in the browser's
+    /// tree, marked, and not added to any total.
+    pub fn list_link(&self, usage: Usage, name: Option<&[u8]>, detail: Detail) {
+        if let (Some(tree), Some(name)) = (&self.tree, name) {
+            let mut detail = detail;
+            detail.flags |= Detail::UNCOUNTED_LINK;
+            let mut tree = tree.lock().unwrap_or_else(|e| e.into_inner());
+            tree.detailed_leaf(name, usage.amount, detail);
+        }
+    }
+
     /// A completed subdirectory's subtotal.
     pub fn absorb(&self, sub: Subtotal) {
         self.below.fetch_add(sub.total.amount, Relaxed);

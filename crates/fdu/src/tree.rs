@@ -50,6 +50,9 @@ impl Detail {
     pub const READ_ERROR: u32 = 2;
     /// A directory with an entry below it that could not be read.
     pub const ERROR_BELOW: u32 = 4;
+    /// A link of a file whose size counts at another of its links (shown,
+    /// not added up).
+    pub const UNCOUNTED_LINK: u32 = 8;
 
     pub fn new(apparent: u64, mtime: i64, flags: u32) -> Detail {
         Detail {
@@ -61,6 +64,11 @@ impl Detail {
 
     pub fn is_dir(&self) -> bool {
         self.flags & Detail::DIR != 0
+    }
+
+    /// Whether its size counts in the totals above it.
+    pub fn counts(&self) -> bool {
+        self.flags & Detail::UNCOUNTED_LINK == 0
     }
 
     /// Whether it, or something below it, could not be read.
@@ -144,9 +152,11 @@ impl TreeNode {
         for (i, node) in nodes.into_vec().into_iter().enumerate() {
             let detail = details.get(i).copied();
             if i == index {
+                let detail = detail.unwrap_or_default();
+                let counted = detail.counts();
                 removed = Some(Removed {
-                    amount: node.amount,
-                    apparent: detail.unwrap_or_default().apparent,
+                    amount: if counted { node.amount } else { 0 },
+                    apparent: if counted { detail.apparent } else { 0 },
                     items: 1 + node.items(),
                 });
                 continue;
@@ -270,7 +280,7 @@ impl TreeBuilder {
     /// `own` with these entries' apparent sizes added and their errors seen.
     fn sum_into(&self, own: Detail) -> Detail {
         let mut detail = own;
-        for d in &self.details {
+        for d in self.details.iter().filter(|d| d.counts()) {
             detail.apparent += d.apparent;
             if d.has_error() {
                 detail.flags |= Detail::ERROR_BELOW;

@@ -91,12 +91,19 @@ fn rows(model: &Model, area: Rect) -> Vec<Line<'static>> {
         .map(|r| {
             let row = model.row(r);
             let size = model.size_of(row.node, row.detail);
-            let share = size as f64 / folder_total as f64;
+            // A link counted elsewhere takes no share of the folder.
+            let share = if row.detail.counts() {
+                size as f64 / folder_total as f64
+            } else {
+                0.0
+            };
             let filled = ((share * BAR as f64).round() as usize).min(BAR);
             let mark = if row.detail.flags & Detail::READ_ERROR != 0 {
                 '!'
             } else if row.detail.has_error() {
                 '.'
+            } else if !row.detail.counts() {
+                'H'
             } else {
                 ' '
             };
@@ -166,7 +173,8 @@ r                  rescan this folder
 ?                  this help
 q, Ctrl-C          quit
 
-! an unreadable folder   . an error below it";
+! an unreadable folder   . an error below it
+H another link of a file counted elsewhere (not in the totals)";
 
 fn draw_dialog(model: &Model, dialog: &Dialog, area: Rect, frame: &mut Frame<'_>) {
     let (title, text) = match dialog {

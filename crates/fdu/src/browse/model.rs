@@ -579,6 +579,25 @@ mod tests {
     }
 
     #[test]
+    fn deleting_a_link_counted_elsewhere_moves_no_total() {
+        let mut kids = TreeBuilder::default();
+        file(&mut kids, "counted", 100, 1);
+        kids.detailed_leaf(b"link", 100, Detail::new(50, 1, Detail::UNCOUNTED_LINK));
+        let (node, detail) = kids.into_detailed_node(104, Detail::new(4, 0, Detail::DIR));
+        assert_eq!(detail.apparent, 54, "the link's size is not added up");
+        let mut root = Root::new(b"r", node);
+        root.detail = detail;
+        let mut m = Model::new(root);
+        let fake = &mut Fake::default();
+        press(&mut m, "ndy", fake); // by name: "counted" first
+        assert_eq!(fake.deleted[0].1, "counted");
+        press(&mut m, "dy", fake);
+        assert_eq!(fake.deleted[1].1, "link");
+        assert_eq!(m.root().node.amount, 4);
+        assert_eq!(m.root().detail.apparent, 4);
+    }
+
+    #[test]
     fn scrolling_keeps_the_cursor_on_screen() {
         let mut m = Model::new(sample());
         let fake = &mut Fake::default();
