@@ -14,7 +14,7 @@ use ratatui::Terminal;
 struct NoDisk;
 
 impl Actions for NoDisk {
-    fn delete(&mut self, _: &[u8], _: &[u8]) -> Result<(), String> {
+    fn delete(&mut self, _: &[u8], _: &[u8], _: &[u8]) -> Result<(), String> {
         Err("not here".into())
     }
     fn rescan(&mut self, _: &[u8]) -> Option<(TreeNode, Detail)> {

@@ -239,12 +239,18 @@ impl Disk<'_> {
 }
 
 impl Actions for Disk<'_> {
-    fn delete(&mut self, dir: &[u8], name: &[u8]) -> Result<(), String> {
+    fn delete(&mut self, root: &[u8], below: &[u8], name: &[u8]) -> Result<(), String> {
         if self.imported() {
             return Err("A tree read from an export is browsed, not changed: nothing was deleted.".into());
         }
-        let parent = fnd_walk::remove::open_dir(std::path::Path::new(std::ffi::OsStr::from_bytes(dir)))
-            .map_err(|e| format!("cannot open {}: {}", draw::printable(dir), messages::error_text(&e)))?;
+        let mut dir = root.to_vec();
+        if !below.is_empty() {
+            dir.push(b'/');
+            dir.extend_from_slice(below);
+        }
+        let root = std::path::Path::new(std::ffi::OsStr::from_bytes(root));
+        let parent = fnd_walk::remove::open_dir(root, below)
+            .map_err(|e| format!("cannot open {}: {}", draw::printable(&dir), messages::error_text(&e)))?;
         let removal = fnd_walk::remove::remove(std::os::fd::AsFd::as_fd(&parent), name);
         if removal.complete() {
             return Ok(());

@@ -11,8 +11,9 @@
 //! limit; what cannot be opened is reported and left, like anything else
 //! that could not be removed.
 //!
-//! Offers [`remove`] and [`open_dir`] (the parent, by path, with no
-//! symlink followed on the way). Relies on `dirent` and `open`.
+//! Offers [`remove`] and [`open_dir`] (the parent: a root as named, then
+//! a path below it with no symlink followed on the way). Relies on
+//! `dirent` and `open`.
 //!
 //! ```
 //! # use std::os::fd::AsFd;
@@ -20,7 +21,7 @@
 //! let dir = tempfile::tempdir()?;
 //! std::fs::create_dir_all(dir.path().join("junk/a/b"))?;
 //! std::fs::write(dir.path().join("junk/a/b/f"), "x")?;
-//! let parent = fnd_walk::remove::open_dir(dir.path())?;
+//! let parent = fnd_walk::remove::open_dir(dir.path(), b"")?;
 //! let removal = fnd_walk::remove::remove(parent.as_fd(), b"junk");
 //! assert!(removal.failures.is_empty());
 //! assert_eq!(removal.removed, 4);
@@ -80,10 +81,16 @@ struct Level {
     subdirs: Vec<Vec<u8>>,
 }
 
-/// A descriptor for `path` (a directory), with no symlink followed in any
-/// component: the parent of what [`remove`] is to delete.
-pub fn open_dir(path: &Path) -> io::Result<OwnedFd> {
-    Ok(open_long(CWD, path.as_os_str().as_bytes(), dir_flags(false), true)?)
+/// A descriptor for the directory `below` under `root` (empty: `root`
+/// itself), the parent of what [`remove`] is to delete. `root` is opened
+/// as named (as a walk opens its root); no symlink is followed in `below`,
+/// so a directory swapped for a symlink since the walk cannot lead away.
+pub fn open_dir(root: &Path, below: &[u8]) -> io::Result<OwnedFd> {
+    let root = open_long(CWD, root.as_os_str().as_bytes(), dir_flags(true), false)?;
+    if below.is_empty() {
+        return Ok(root);
+    }
+    Ok(open_long(root.as_fd(), below, dir_flags(false), true)?)
 }
 
 /// Delete the entry `name` of the directory `parent`, and, if it is a
@@ -211,7 +218,7 @@ mod tests {
         std::fs::write(root.join("file"), "y").unwrap();
         symlink(&outside, root.join("alink")).unwrap();
 
-        let parent = open_dir(root).unwrap();
+        let parent = open_dir(root, b"").unwrap();
         for (name, count) in [(&b"file"[..], 1), (b"alink", 1), (b"t", 303)] {
             let removal = remove(parent.as_fd(), name);
             assert!(removal.complete(), "{:?}", removal.failures);
@@ -235,7 +242,7 @@ mod tests {
         std::fs::create_dir_all(root.join("t/locked/inner")).unwrap();
         std::fs::write(root.join("t/gone"), "x").unwrap();
         std::fs::set_permissions(root.join("t/locked"), std::fs::Permissions::from_mode(0o500)).unwrap();
-        let parent = open_dir(root).unwrap();
+        let parent = open_dir(root, b"").unwrap();
         let removal = remove(parent.as_fd(), b"t");
         std::fs::set_permissions(root.join("t/locked"), std::fs::Permissions::from_mode(0o700)).unwrap();
         assert!(!root.join("t/gone").exists());
@@ -244,9 +251,20 @@ mod tests {
     }
 
     #[test]
+    fn below_the_root_no_symlink_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("real/sub")).unwrap();
+        symlink(dir.path().join("real"), dir.path().join("link")).unwrap();
+        // The root as named, through a symlink: as a walk would open it.
+        assert!(open_dir(&dir.path().join("link"), b"sub").is_ok());
+        let err = open_dir(dir.path(), b"link/sub").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+    }
+
+    #[test]
     fn a_missing_entry_is_one_failure() {
         let dir = tempfile::tempdir().unwrap();
-        let parent = open_dir(dir.path()).unwrap();
+        let parent = open_dir(dir.path(), b"").unwrap();
         let removal = remove(parent.as_fd(), b"nothing");
         assert_eq!(removal.removed, 0);
         assert_eq!(removal.failures[0].1.kind(), io::ErrorKind::NotFound);

@@ -221,7 +221,7 @@ mod tests {
 
     struct Keep;
     impl Actions for Keep {
-        fn delete(&mut self, _: &[u8], _: &[u8]) -> Result<(), String> {
+        fn delete(&mut self, _: &[u8], _: &[u8], _: &[u8]) -> Result<(), String> {
             Ok(())
         }
         fn rescan(&mut self, _: &[u8]) -> Option<(TreeNode, Detail)> {

@@ -65,9 +65,10 @@ pub enum Dialog {
 
 /// What the browser asks of the file system.
 pub trait Actions {
-    /// Delete `name` in the folder at `dir` (the path as scanned): `Ok` when
-    /// all of it went, else what to tell the user.
-    fn delete(&mut self, dir: &[u8], name: &[u8]) -> Result<(), String>;
+    /// Delete `name` in the folder `below` (names joined by `/`, empty for
+    /// the root itself) under the scanned `root`: `Ok` when all of it
+    /// went, else what to tell the user.
+    fn delete(&mut self, root: &[u8], below: &[u8], name: &[u8]) -> Result<(), String>;
     /// Scan the folder at `path` again: its new node and detail.
     fn rescan(&mut self, path: &[u8]) -> Option<(TreeNode, Detail)>;
 }
@@ -143,17 +144,30 @@ impl Model {
 
     /// The current folder's path, as scanned (the operand, then names).
     pub fn current_path(&self) -> Vec<u8> {
+        let below = self.current_below();
         let mut path = self.root.name.to_vec();
-        let mut node = &self.root.node;
-        for &i in &self.path {
-            let (name, child) = node.child(i);
+        if !below.is_empty() {
             if !path.ends_with(b"/") {
                 path.push(b'/');
             }
-            path.extend_from_slice(name);
-            node = child;
+            path.extend_from_slice(&below);
         }
         path
+    }
+
+    /// The current folder's names below the operand, joined by `/`.
+    fn current_below(&self) -> Vec<u8> {
+        let mut below = Vec::new();
+        let mut node = &self.root.node;
+        for &i in &self.path {
+            let (name, child) = node.child(i);
+            if !below.is_empty() {
+                below.push(b'/');
+            }
+            below.extend_from_slice(name);
+            node = child;
+        }
+        below
     }
 
     pub fn depth(&self) -> usize {
@@ -352,9 +366,9 @@ impl Model {
 
     fn delete(&mut self, row: usize, actions: &mut dyn Actions) {
         let Some(&index) = self.order.get(row) else { return };
-        let dir = self.current_path();
+        let below = self.current_below();
         let name = self.current().child(index as usize).0.to_vec();
-        match actions.delete(&dir, &name) {
+        match actions.delete(&self.root.name, &below, &name) {
             Ok(()) => {
                 // The folder's own amount and count move in `remove_child`.
                 let removed = self.current_mut().remove_child(index as usize);
@@ -447,9 +461,9 @@ mod tests {
     }
 
     impl Actions for Fake {
-        fn delete(&mut self, dir: &[u8], name: &[u8]) -> Result<(), String> {
+        fn delete(&mut self, root: &[u8], below: &[u8], name: &[u8]) -> Result<(), String> {
             let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-            self.deleted.push((s(dir), s(name)));
+            self.deleted.push((format!("{}|{}", s(root), s(below)), s(name)));
             self.fail.clone().map_or(Ok(()), Err)
         }
         fn rescan(&mut self, path: &[u8]) -> Option<(TreeNode, Detail)> {
@@ -528,7 +542,7 @@ mod tests {
         let mut m = Model::new(sample());
         let fake = &mut Fake::default();
         press(&mut m, "\ndy", fake); // in big: delete x (600, apparent 300)
-        assert_eq!(fake.deleted, [("r/big".to_string(), "x".to_string())]);
+        assert_eq!(fake.deleted, [("r|big".to_string(), "x".to_string())]);
         assert_eq!(names(&m), ["y"]);
         assert_eq!(m.current().amount, 104);
         assert_eq!(m.current().items(), 1);
