@@ -30,7 +30,7 @@ use ratatui::Terminal;
 
 use crate::messages::{self, report};
 use crate::progress::Progress;
-use crate::settings::Settings;
+use crate::settings::{Measure, Settings};
 use crate::tree::{Detail, Root, TreeNode};
 use model::{Actions, Key, Model, Outcome};
 
@@ -81,7 +81,11 @@ fn restore() {
 }
 
 /// The whole `-i` run.
-pub fn run(settings: Settings, scan: ScanTree) -> ExitCode {
+pub fn run(mut settings: Settings, scan: ScanTree) -> ExitCode {
+    // The tree keeps disk usage and apparent size both; `-b` or
+    // `--apparent-size` only chooses which is shown first.
+    let apparent = settings.measure == Measure::Apparent;
+    settings.measure = Measure::Disk;
     // Keys come from stdin, or from /dev/tty when stdin is an export (`-f -`).
     if !std::io::stdout().is_terminal() {
         report("--interactive needs a terminal on stdout");
@@ -96,7 +100,7 @@ pub fn run(settings: Settings, scan: ScanTree) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = browse(&mut screen, &settings, scan);
+    let result = browse(&mut screen, &settings, scan, apparent);
     drop(screen);
     let held = messages::release();
     for line in &held {
@@ -113,9 +117,10 @@ pub fn run(settings: Settings, scan: ScanTree) -> ExitCode {
 }
 
 /// Scan, then answer keys until `q`. `Err`: why it stopped early.
-fn browse(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<(), String> {
+fn browse(screen: &mut Screen, settings: &Settings, scan: ScanTree, apparent: bool) -> Result<(), String> {
     let root = scan_with_progress(screen, settings, scan)?;
     let mut model = Model::new(root);
+    model.show_apparent(apparent);
     let mut actions = Disk { settings, scan };
     loop {
         let size = draw(screen, &mut model)?;

@@ -115,6 +115,16 @@ impl Model {
         model
     }
 
+    /// Show apparent sizes (or disk usage), sorted again if by size.
+    pub fn show_apparent(&mut self, apparent: bool) {
+        if self.apparent != apparent {
+            self.apparent = apparent;
+            if self.sort == SortKey::Size {
+                self.resort(self.order.get(self.cursor).copied());
+            }
+        }
+    }
+
     pub fn root(&self) -> &Root {
         &self.root
     }
@@ -296,12 +306,7 @@ impl Model {
             Key::Char('n') => self.sort_by(SortKey::Name),
             Key::Char('C') => self.sort_by(SortKey::Items),
             Key::Char('M') => self.sort_by(SortKey::Mtime),
-            Key::Char('a') => {
-                self.apparent = !self.apparent;
-                if self.sort == SortKey::Size {
-                    self.resort(self.order.get(self.cursor).copied());
-                }
-            }
+            Key::Char('a') => self.show_apparent(!self.apparent),
             Key::Char('d') if !self.order.is_empty() => {
                 self.dialog = Some(Dialog::ConfirmDelete { row: self.cursor });
             }
