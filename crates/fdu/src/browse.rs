@@ -91,6 +91,18 @@ pub fn run(mut settings: Settings, scan: ScanTree) -> ExitCode {
         report("--interactive needs a terminal on stdout");
         return ExitCode::from(1);
     }
+    // What cannot be scanned at all is said before the screen is taken.
+    if settings.input_file.is_none() {
+        let operand = settings.operands.first().map_or(&b"."[..], |o| o);
+        if let Err(e) = std::fs::symlink_metadata(std::ffi::OsStr::from_bytes(operand)) {
+            report(&format!(
+                "cannot access {}: {}",
+                messages::quote(operand),
+                messages::error_text(&e)
+            ));
+            return ExitCode::from(1);
+        }
+    }
     messages::hold();
     let mut screen = match Screen::enter() {
         Ok(s) => s,

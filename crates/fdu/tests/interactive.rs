@@ -217,6 +217,21 @@ fn without_a_terminal_it_refuses_in_one_line() {
 }
 
 #[test]
+fn a_missing_directory_is_reported_before_the_screen_is_taken() {
+    let Some(tmux) = Tmux::start(&format!(
+        "'{}' -i /nonexistent/dir; echo \"status $?\"; sleep 60",
+        env!("CARGO_BIN_EXE_fdu")
+    )) else {
+        return;
+    };
+    let screen = tmux.wait("the status", |s| s.contains("status "));
+    assert!(
+        screen.contains("fdu: cannot access '/nonexistent/dir': No such file or directory\nstatus 1"),
+        "{screen}"
+    );
+}
+
+#[test]
 fn options_it_cannot_honour_are_refused() {
     for args in [
         ["-i", "--tree"],
