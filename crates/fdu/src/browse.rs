@@ -8,8 +8,9 @@
 //! scan as the first.
 //!
 //! The terminal is always given back as it was: on quit, on Ctrl-C (a key
-//! in raw mode), after an error and after a panic (a hook restores it
-//! before the message is printed). Messages of the scan (unreadable
+//! in raw mode), after an error, after a panic (a hook restores it before
+//! the message is printed), and when killed by SIGTERM, SIGHUP, SIGINT or
+//! SIGQUIT (a handler restores it, then dies of the signal). Messages of the scan (unreadable
 //! folders…) are held while the screen is in use and printed after.
 
 pub mod draw;
@@ -18,7 +19,7 @@ pub mod model;
 use std::io::{IsTerminal, Stdout};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -42,15 +43,45 @@ struct Screen {
     terminal: Terminal<CrosstermBackend<Stdout>>,
 }
 
+/// The terminal's settings before raw mode, for [`on_fatal_signal`].
+static COOKED: OnceLock<rustix::termios::Termios> = OnceLock::new();
+
+/// A signal that ends the process: the terminal is given back with only
+/// what a handler may call (an ioctl, a write), then the signal does what
+/// it would have done.
+extern "C" fn on_fatal_signal(signal: libc::c_int) {
+    // SAFETY: fd 0 is the terminal whose settings were saved.
+    let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+    if let Some(cooked) = COOKED.get() {
+        let _ = rustix::termios::tcsetattr(stdin, rustix::termios::OptionalActions::Now, cooked);
+    }
+    const LEAVE_SCREEN: &[u8] = b"\x1b[?1049l\x1b[?25h";
+    // SAFETY: write, signal and raise are async-signal-safe.
+    unsafe {
+        libc::write(1, LEAVE_SCREEN.as_ptr().cast(), LEAVE_SCREEN.len());
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+}
+
 impl Screen {
     fn enter() -> std::io::Result<Screen> {
-        static HOOK: Once = Once::new();
-        HOOK.call_once(|| {
+        static HOOKS: Once = Once::new();
+        HOOKS.call_once(|| {
             let previous = std::panic::take_hook();
             std::panic::set_hook(Box::new(move |info| {
                 restore();
                 previous(info);
             }));
+            // SAFETY: fd 0, when a terminal, is the one raw mode changes.
+            let stdin = unsafe { std::os::fd::BorrowedFd::borrow_raw(0) };
+            if let Ok(cooked) = rustix::termios::tcgetattr(stdin) {
+                let _ = COOKED.set(cooked);
+            }
+            for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
+                // SAFETY: the handler calls only async-signal-safe functions.
+                unsafe { libc::signal(signal, on_fatal_signal as libc::sighandler_t) };
+            }
         });
         terminal::enable_raw_mode()?;
         let mut stdout = std::io::stdout();

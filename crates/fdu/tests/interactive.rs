@@ -202,6 +202,24 @@ fn ctrl_c_gives_the_terminal_back() {
 }
 
 #[test]
+fn killed_by_sigterm_it_gives_the_terminal_back() {
+    let (_tmp, dir, out) = tree();
+    let Some(tmux) = session(&dir, &out) else { return };
+    tmux.wait("the first screen", |s| s.contains("Total disk usage"));
+    let shell = tmux.command().args(["display", "-p", "#{pane_pid}"]).output().unwrap();
+    let shell = String::from_utf8(shell.stdout).unwrap().trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap();
+    let fdu = children.split_whitespace().next().expect("fdu runs under the shell");
+    assert!(Command::new("kill").args(["-TERM", fdu]).status().unwrap().success());
+    assert_eq!(wait_for_file(&out.join("status")).trim(), "143", "died of SIGTERM");
+    let stty = wait_for_file(&out.join("stty"));
+    assert!(
+        stty.contains(" icanon") && stty.contains(" echo "),
+        "terminal restored: {stty}"
+    );
+}
+
+#[test]
 fn without_a_terminal_it_refuses_in_one_line() {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_fdu"))
