@@ -80,7 +80,12 @@ impl Screen {
             }
             for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT, libc::SIGQUIT] {
                 // SAFETY: the handler calls only async-signal-safe functions.
-                unsafe { libc::signal(signal, on_fatal_signal as libc::sighandler_t) };
+                unsafe {
+                    libc::signal(
+                        signal,
+                        on_fatal_signal as extern "C" fn(libc::c_int) as libc::sighandler_t,
+                    )
+                };
             }
         });
         terminal::enable_raw_mode()?;
