@@ -180,7 +180,10 @@ fn browse(screen: &mut Screen, settings: &Settings, scan: ScanTree, apparent: bo
             // A resize (or anything else) redraws at the new size.
             _ => continue,
         };
-        if key == Key::Char('r') || matches!(model.dialog, Some(model::Dialog::ConfirmDelete { .. })) {
+        let confirmed =
+            matches!(model.dialog, Some(model::Dialog::ConfirmDelete { .. })) && matches!(key, Key::Char('y' | 'Y'));
+        let rescan = model.dialog.is_none() && key == Key::Char('r');
+        if confirmed || rescan {
             // A rescan or a deletion can take a while: say so first.
             let _ = screen.terminal.draw(|f| {
                 let area = f.area();
