@@ -145,8 +145,10 @@ impl WalkBuilder {
         } else {
             1
         };
-        // One worker runs serially, without the pool that could grow.
-        let io_depth = if threads > 1 { threads.max(given.io_depth) } else { 1 };
+        // One worker, too, may grow while its reads wait: a process bound to
+        // one core (`taskset`, a one-CPU container, mpirun's binding) on a
+        // slow mount. Only a depth of 1 runs serially (see `schedule::run`).
+        let io_depth = threads.max(given.io_depth);
         let ignore = cfg
             .ignore
             .clone()
