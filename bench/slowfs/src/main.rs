@@ -59,6 +59,13 @@ struct State {
     ttl: Duration,
     /// Requests received, by kind (`Kind as usize`).
     received: [AtomicU64; KINDS.len()],
+    /// Time the serving threads spent on requests, delays included, and
+    /// the span from the first request's start to the last one's end (ns
+    /// since `started`): their ratio is the mean number of requests in flight.
+    busy_ns: AtomicU64,
+    first_ns: AtomicU64,
+    last_ns: AtomicU64,
+    started: std::time::Instant,
 }
 
 /// The kinds of request counted for `--stats`.
@@ -141,11 +148,15 @@ impl State {
     fn stats(&self) -> String {
         let counts: Vec<u64> = self.received.iter().map(|c| c.load(Ordering::Relaxed)).collect();
         let by_kind: Vec<String> = KINDS.iter().zip(&counts).map(|(k, n)| format!("{k} {n}")).collect();
+        let span = self.last_ns.load(Ordering::Relaxed).saturating_sub(self.first_ns.load(Ordering::Relaxed));
+        let busy = self.busy_ns.load(Ordering::Relaxed);
         format!(
-            "slowfs: {} requests ({}); CPU {}",
+            "slowfs: {} requests ({}); CPU {}; {:.2} in flight on average over {:.3} s",
             counts.iter().sum::<u64>(),
             by_kind.join(", "),
-            cpu_time()
+            cpu_time(),
+            busy as f64 / span.max(1) as f64,
+            span as f64 / 1e9
         )
     }
 }
@@ -367,6 +378,10 @@ fn main() -> ExitCode {
         delay: args.delay,
         ttl: args.ttl,
         received: Default::default(),
+        busy_ns: AtomicU64::new(0),
+        first_ns: AtomicU64::new(u64::MAX),
+        last_ns: AtomicU64::new(0),
+        started: std::time::Instant::now(),
     });
     let (tasks, queue) = crossbeam_channel::unbounded::<Task>();
     for _ in 0..args.threads {
@@ -376,7 +391,12 @@ fn main() -> ExitCode {
             // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
             unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
             for task in queue {
+                let start = state.started.elapsed().as_nanos() as u64;
                 task(&state);
+                let end = state.started.elapsed().as_nanos() as u64;
+                state.busy_ns.fetch_add(end - start, Ordering::Relaxed);
+                state.first_ns.fetch_min(start, Ordering::Relaxed);
+                state.last_ns.fetch_max(end, Ordering::Relaxed);
             }
         });
     }

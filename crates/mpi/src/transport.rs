@@ -348,8 +348,9 @@ impl Engine {
         // Idle first, then the count: a message handed over before the
         // pool went idle is then counted (or already taken).
         let idle = self.local.is_idle() && self.shared.unsent.load(Ordering::SeqCst) == 0;
+        let hungry = !idle && self.local.is_hungry();
         let now = self.now();
-        self.node.step(now, idle, &*self.local);
+        self.node.step(now, idle, hungry, &*self.local);
         // The end comes in a step (rank 0) or in a message (the others).
         if self.node.is_over() && !self.told_over {
             self.told_over = true;

@@ -246,7 +246,9 @@ fn run(s: &Scenario) -> Outcome {
             }
             let was_over = nodes[r].is_over();
             let idle = local.is_idle();
-            nodes[r].step(t, idle, local);
+            // Busy ranks ask for work at random too, as hungry pools do.
+            let hungry = !idle && rng.below(4) == 0;
+            nodes[r].step(t, idle, hungry, local);
             if !was_over && nodes[r].is_over() {
                 assert_eq!(r, 0);
                 finish_at[r] = Some(t + rng.below(20));

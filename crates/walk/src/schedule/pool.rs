@@ -169,6 +169,20 @@ impl Pool<'_> {
         self.pending.load(Ordering::Acquire)
     }
 
+    /// Directories waiting for a worker (not those being read).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn queued(&self) -> usize {
+        let workers = self.io.active().min(self.stealers.len());
+        self.injector.len() + self.stealers[..workers].iter().map(Stealer::len).sum::<usize>()
+    }
+
+    /// Whether a worker naps for want of a directory while none waits:
+    /// the pool could read more than it holds.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // for remotes other than `Alone`
+    pub(crate) fn hungry(&self) -> bool {
+        self.sleepers.load(Ordering::SeqCst) > 0 && self.queued() == 0
+    }
+
     /// Take up to `max` pending directories out of the pool, to be read
     /// elsewhere: the shared frontier's first, then each worker's oldest
     /// (the shallowest, whose subtrees are the largest), in turn. Parts of

@@ -275,14 +275,19 @@ impl Local for Shelf {
         self.with_pool(|pool| pool.pending() == 0).unwrap_or(true)
     }
 
+    fn is_hungry(&self) -> bool {
+        self.incoming.load(Ordering::SeqCst) == 0 && self.with_pool(|pool| pool.hungry()).unwrap_or(false)
+    }
+
     fn take(&self, max: usize) -> Vec<Vec<u8>> {
         if self.stopped.load(Ordering::SeqCst) {
             return Vec::new();
         }
         let given = self
             .with_pool(|pool| {
-                // About half of what is pending: both sides keep some.
-                let share = pool.pending().div_ceil(2).clamp(1, max.max(1));
+                // About half of what waits for a worker (not what is being
+                // read): both sides keep some.
+                let share = pool.queued().div_ceil(2).clamp(1, max.max(1));
                 pool.give_away(share)
             })
             .unwrap_or_default();
