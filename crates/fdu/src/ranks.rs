@@ -27,14 +27,14 @@
 //! directory (for tests: work then really moves between ranks).
 
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use fnd_mpi::launch::Launched;
 use fnd_mpi::world::fatal;
-use fnd_mpi::{Handle, Job, Stream, Tuning, World};
+use fnd_mpi::{Handle, Job, Local, Stream, Tuning, World};
 use fnd_walk::ranks::{Hold, Ranks};
 use fnd_walk::{Metadata, Visitor, WalkBuilder};
 
@@ -222,6 +222,7 @@ fn walk_operand(
     let ranks = Ranks::new(false);
     let busy = ranks.hold();
     in_job(world, scan, relay, &ranks, move |_| {
+        relay.send_deferred();
         let Leftovers { sightings, held } = left;
         for i in counted {
             sightings[i].count();
@@ -260,15 +261,23 @@ fn in_job<T>(
 ) -> T {
     let absorber = Absorber::start(ranks, relay.clone());
     let sink: Option<Arc<dyn fnd_mpi::Sink>> = (world.rank() == 0).then(|| Arc::new(Rank0(scan)) as _);
-    let job = Job::start(world, ranks.local(), Tuning::default(), sink);
+    // Set before the job starts: a small job may be over before this rank
+    // gets past `Job::start`, and `Watch` takes the courier back then.
+    let courier = Arc::new(JobCourier(OnceLock::new()));
+    relay.set_courier(Some(courier.clone()));
+    let watch = Arc::new(Watch {
+        local: ranks.local(),
+        relay: relay.clone(),
+    });
+    let job = Job::start(world, watch, Tuning::default(), sink);
     let handle = job.handle();
+    let _ = courier.0.set(handle.clone());
     if handle.rank() != 0 {
         let to_rank_0 = handle.clone();
         scan.run
             .out
             .forward_to(Some(Box::new(move |lines| to_rank_0.output(Stream::Stdout, lines))));
     }
-    relay.set_courier(Some(Arc::new(JobCourier(handle.clone()))));
     let done = work(&handle);
     job.wait_over();
     scan.run.out.flush();
@@ -339,11 +348,48 @@ impl Walker for OnRanks<'_> {
 }
 
 /// Totals go to other ranks as the job's application messages.
-struct JobCourier(Handle);
+struct JobCourier(OnceLock<Handle>);
 
 impl Courier for JobCourier {
     fn send(&self, to: usize, bytes: Vec<u8>) {
-        self.0.send(to, bytes);
+        let handle = self.0.get().expect("no directory completes before its job has started");
+        handle.send(to, bytes);
+    }
+}
+
+/// The rank's side of a job, which takes the courier back the moment the
+/// job is over: the walk lets go of its last directories after that, and
+/// their totals must wait for the next job rather than go out after the
+/// end of this one.
+struct Watch {
+    local: Arc<dyn Local>,
+    relay: Arc<Relay>,
+}
+
+impl Local for Watch {
+    fn is_idle(&self) -> bool {
+        self.local.is_idle()
+    }
+
+    fn take(&self, max: usize) -> Vec<Vec<u8>> {
+        self.local.take(max)
+    }
+
+    fn put(&self, items: Vec<Vec<u8>>) {
+        self.local.put(items);
+    }
+
+    fn message(&self, from: usize, bytes: &[u8]) {
+        self.local.message(from, bytes);
+    }
+
+    fn stop(&self) {
+        self.local.stop();
+    }
+
+    fn over(&self) {
+        self.relay.set_courier(None);
+        self.local.over();
     }
 }
 

@@ -10,14 +10,17 @@
 //! whose parent is [`Parent::Elsewhere`]; once its subtree is complete
 //! there, a [`WireSubtotal`] goes back to the parent's rank, where
 //! [`Relay::absorb`] adds it and lets the parent go. One message per
-//! directory handed over, never one per entry.
+//! directory handed over, never one per entry. A directory the adopting
+//! rank cannot open still sends its own size back, and prints it, as its
+//! parent does for one it could not open ([`Arrival`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::node::{Listed, Node, Parent, Subtotal};
+use crate::node::{join, Listed, Node, Parent, Subtotal};
 use crate::run::Run;
+use crate::usage::Usage;
 use crate::wire::{Adopted, Subtotal as WireSubtotal};
 
 /// Carries a message to another rank (the MPI job's `Handle::send`).
@@ -34,6 +37,10 @@ pub struct Relay {
     next_id: AtomicU64,
     /// How totals go back now: through the job that is running.
     courier: RwLock<Option<Arc<dyn Courier>>>,
+    /// Totals of directories that completed while no job could carry
+    /// them (the walk's own structures let go of the last nodes after its
+    /// job is over), for the next job.
+    deferred: Mutex<Vec<(usize, Vec<u8>)>>,
 }
 
 impl Relay {
@@ -45,13 +52,25 @@ impl Relay {
             waiting: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
             courier: RwLock::new(None),
+            deferred: Mutex::new(Vec::new()),
         }
     }
 
-    /// Send totals through `courier` from now on (`None` between jobs,
-    /// when no node may complete).
+    /// Send totals through `courier` from now on; `None` once a job is
+    /// over: totals then wait for [`send_deferred`](Self::send_deferred).
     pub fn set_courier(&self, courier: Option<Arc<dyn Courier>>) {
         *self.courier.write().unwrap_or_else(|e| e.into_inner()) = courier;
+    }
+
+    /// Send the totals that waited for a job, through the current courier.
+    /// Only while this rank is busy in that job.
+    pub fn send_deferred(&self) {
+        let waiting = std::mem::take(&mut *self.deferred.lock().unwrap_or_else(|e| e.into_inner()));
+        let courier = self.courier.read().unwrap_or_else(|e| e.into_inner());
+        let courier = courier.as_ref().expect("a job to send totals through");
+        for (to, bytes) in waiting {
+            courier.send(to, bytes);
+        }
     }
 
     /// `parent` gives its subdirectory `name` to another rank: what travels
@@ -77,41 +96,42 @@ impl Relay {
         Some(adopted.encode())
     }
 
-    /// What another rank's [`hand_over`](Self::hand_over) sent, checked.
-    pub fn receive(&self, bytes: &[u8]) -> Result<Adopted, String> {
+    /// What another rank's [`hand_over`](Self::hand_over) sent, checked,
+    /// for its subdirectory `name` of `parent_path` (at `parent_depth`).
+    pub fn receive(
+        self: &Arc<Self>,
+        run: &'static Run,
+        bytes: &[u8],
+        parent_path: &[u8],
+        parent_depth: usize,
+        name: &[u8],
+    ) -> Result<Arrival, String> {
         let adopted = Adopted::decode(bytes).map_err(|e| e.to_string())?;
         let from = adopted.rank as usize;
         if from >= self.ranks || from == self.rank {
             return Err(format!("a subdirectory whose parent is on rank {from}"));
         }
-        Ok(adopted)
+        Ok(Arrival {
+            adopted,
+            relay: self.clone(),
+            run,
+            path: join(parent_path, name).into(),
+            depth: parent_depth + 1,
+            entered: AtomicBool::new(false),
+        })
     }
 
-    /// The node of a subdirectory another rank handed over, at `path` and
-    /// `depth`: its total goes back there when it completes.
-    pub fn adopt(self: &Arc<Self>, run: &'static Run, path: &[u8], depth: usize, adopted: &Adopted) -> Node {
-        let relay = self.clone();
-        let (to, id) = (adopted.rank as usize, adopted.id);
-        let send = move |total| {
-            let courier = relay.courier.read().unwrap_or_else(|e| e.into_inner());
-            let courier = courier.as_ref().expect("a directory completes only while a job runs");
-            courier.send(to, WireSubtotal { id, total }.encode());
-        };
-        let listed = Listed {
-            own: adopted.own,
-            position: adopted.position,
-            dev: adopted.dev,
-            ino: adopted.ino,
-        };
-        Node::adopted(
-            run,
-            path,
-            depth,
-            listed,
-            &adopted.key,
-            adopted.inode_sort,
-            Parent::Elsewhere(Box::new(send)),
-        )
+    /// Send a subtree's `total` to its parent, `id` on rank `to`.
+    fn send_total(&self, to: usize, id: u64, total: Usage) {
+        let bytes = WireSubtotal { id, total }.encode();
+        match &*self.courier.read().unwrap_or_else(|e| e.into_inner()) {
+            Some(courier) => courier.send(to, bytes),
+            None => self
+                .deferred
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((to, bytes)),
+        }
     }
 
     /// A subtree's total from another rank: its parent adds it and is let
@@ -131,6 +151,58 @@ impl Relay {
         });
         drop(parent);
         Ok(())
+    }
+}
+
+/// A subdirectory another rank handed over, until the walk enters it
+/// ([`enter`](Self::enter)); if it never does (the directory cannot be
+/// opened), dropping it prints the directory's own size and sends it back.
+pub struct Arrival {
+    adopted: Adopted,
+    relay: Arc<Relay>,
+    run: &'static Run,
+    path: Box<[u8]>,
+    depth: usize,
+    entered: AtomicBool,
+}
+
+impl Arrival {
+    /// The walk entered it: its node, whose total goes back when it completes.
+    pub fn enter(&self) -> Node {
+        self.entered.store(true, Relaxed);
+        let adopted = &self.adopted;
+        let relay = self.relay.clone();
+        let (to, id) = (adopted.rank as usize, adopted.id);
+        let listed = Listed {
+            own: adopted.own,
+            position: adopted.position,
+            dev: adopted.dev,
+            ino: adopted.ino,
+        };
+        Node::adopted(
+            self.run,
+            &self.path,
+            self.depth,
+            listed,
+            &adopted.key,
+            adopted.inode_sort,
+            Parent::Elsewhere(Box::new(move |total| relay.send_total(to, id, total))),
+        )
+    }
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        if self.entered.load(Relaxed) {
+            return;
+        }
+        let own = self.adopted.own;
+        if self.depth <= self.run.settings.max_depth {
+            let mut line = Vec::new();
+            self.run.line(&mut line, own, &self.path);
+            self.run.out.write(&line);
+        }
+        self.relay.send_total(self.adopted.rank as usize, self.adopted.id, own);
     }
 }
 
@@ -164,9 +236,10 @@ mod tests {
         let near = enter(&root, "near", 8, 0);
         drop((near, root));
         assert_eq!(out.take(), ["100\tr/near"], "r waits for far");
-        let adopted = there.receive(&bytes).unwrap();
-        assert_eq!(adopted.key.len(), 1);
-        let far = Arc::new(there.adopt(out.run, b"r/far", 1, &adopted));
+        let arrival = there.receive(out.run, &bytes, b"r", 0, b"far").unwrap();
+        assert_eq!(arrival.adopted.key.len(), 1);
+        let far = Arc::new(arrival.enter());
+        drop(arrival);
         far.add(crate::node::testing::usage(5, 0));
         drop(far);
         assert_eq!(out.take(), ["105\tr/far"]);
@@ -175,6 +248,28 @@ mod tests {
         here.absorb(&total).unwrap();
         assert_eq!(out.take(), ["1205\tr"]);
         assert!(here.absorb(&total).is_err(), "a total comes back once");
-        assert!(here.receive(&bytes).is_err(), "not from this rank itself");
+        assert!(
+            here.receive(out.run, &bytes, b"r", 0, b"far").is_err(),
+            "not from this rank itself"
+        );
+    }
+
+    #[test]
+    fn a_subdirectory_that_cannot_be_opened_elsewhere_counts_its_own_size() {
+        let mut out = Lines::new(&[]);
+        let here = Arc::new(Relay::new(0, 2));
+        let there = Arc::new(Relay::new(1, 2));
+        let courier = Arc::new(Direct(Mutex::new(Vec::new()), AtomicUsize::new(0)));
+        there.set_courier(Some(courier.clone()));
+        let root = out.operand("r");
+        root.list_entry();
+        root.list_subdir(b"locked", (0, 7), crate::node::testing::usage(100, 0));
+        let bytes = here.hand_over(&root, b"locked").unwrap();
+        drop(root);
+        drop(there.receive(out.run, &bytes, b"r", 0, b"locked").unwrap());
+        assert_eq!(out.take(), ["100\tr/locked"]);
+        let (_, total) = courier.0.lock().unwrap().pop().unwrap();
+        here.absorb(&total).unwrap();
+        assert_eq!(out.take(), ["1100\tr"]);
     }
 }

@@ -26,12 +26,11 @@ use crate::node::{self, file_position, join, Node};
 use crate::operands::Operands;
 use crate::output::Output;
 use crate::progress::Progress;
-use crate::relay::Relay;
+use crate::relay::{Arrival, Relay};
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
 use crate::tree::TreeBuilder;
 use crate::usage::Usage;
-use crate::wire::Adopted;
 
 /// What one whole run's walks share: the run, and the few things that
 /// outlive a single operand's walk.
@@ -243,10 +242,9 @@ struct DuFilter {
 impl EntryFilter for DuFilter {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
         let scan = self.scan;
-        if let (Some(adopted), Some(relay)) = (parent.and_then(|p| p.downcast_ref::<Adopted>()), &scan.relay) {
-            let node = relay.adopt(&scan.run, dir.path, dir.depth, adopted);
+        if let Some(arrival) = parent.and_then(|p| p.downcast_ref::<Arrival>()) {
             scan.progress.entries.fetch_add(1, Relaxed);
-            return Some(Arc::new(node));
+            return Some(Arc::new(arrival.enter()));
         }
         let parent = parent.and_then(|p| p.clone().downcast::<Node>().ok());
         let node = match parent {
@@ -331,9 +329,11 @@ impl EntryFilter for DuFilter {
         relay.hand_over(&parent, handover.name)
     }
 
-    fn import_state(&self, bytes: &[u8], _: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
         let relay = self.scan.relay.as_ref().ok_or("fdu does not share this walk")?;
-        Ok(Arc::new(relay.receive(bytes)?))
+        let h = handover;
+        let arrival = relay.receive(&self.scan.run, bytes, h.parent_path, h.parent_depth, h.name)?;
+        Ok(Arc::new(arrival))
     }
 }
 
