@@ -19,9 +19,12 @@ pub fn program_name() -> &'static str {
     })
 }
 
-/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no reason to panic).
+/// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no
+/// reason to panic), in one write: the ranks of an MPI job share one
+/// stderr, and a line written in pieces could be cut by another's.
 pub fn report(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{}: {message}", program_name());
+    let line = format!("{}: {message}\n", program_name());
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// du's hint after a usage error.

@@ -211,11 +211,14 @@ fn walk_operand(
         scan.walk_dir(path, m, &OnRanks { ranks: &ranks, handle })
     });
     if std::env::var_os("FND_MPI_STATS").is_some() {
+        use std::io::Write;
         let c = ranks.counts();
-        eprintln!(
-            "fdu-mpi: rank {rank}: {} directories read, {} received, {} given",
+        let line = format!(
+            "fdu-mpi: rank {rank}: {} directories read, {} received, {} given\n",
             c.dirs_read, c.dirs_received, c.dirs_given
         );
+        // One write: the ranks share the launcher's stderr.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
     let counted = resolve_links(world, scan, &left.sightings);
     // No pool: the job only carries totals up while this rank lets go.
