@@ -7,13 +7,15 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use fdu::wire::{decode_indexes, encode_indexes, Adopted, Claim, RankEnd, Subtotal, Totals};
+use fdu::wire::{
+    decode_indexes, decode_roots, encode_indexes, encode_roots, Adopted, Claim, RankEnd, Subtotal, Totals,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, bytes)) = data.split_first() else {
         return;
     };
-    match kind % 6 {
+    match kind % 7 {
         0 => {
             if let Ok(m) = Adopted::decode(bytes) {
                 assert_eq!(m.encode(), bytes, "a handover encodes back differently");
@@ -21,7 +23,9 @@ fuzz_target!(|data: &[u8]| {
         }
         1 => {
             if let Ok(m) = Subtotal::decode(bytes) {
-                assert_eq!(m.encode(), bytes, "a subtotal encodes back differently");
+                let tree = m.tree.map(|(name, kids)| (name, kids.into_node(0)));
+                let again = Subtotal::encode(m.id, m.total, tree.as_ref().map(|(n, t)| (&n[..], t)));
+                assert_eq!(again, bytes, "a subtotal encodes back differently");
             }
         }
         2 => {
@@ -32,6 +36,11 @@ fuzz_target!(|data: &[u8]| {
         3 => {
             if let Ok(indexes) = decode_indexes(bytes) {
                 assert_eq!(encode_indexes(&indexes), bytes, "verdicts encode back differently");
+            }
+        }
+        5 => {
+            if let Ok(roots) = decode_roots(bytes) {
+                assert_eq!(encode_roots(&roots), bytes, "trees encode back differently");
             }
         }
         4 => {

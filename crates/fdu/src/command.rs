@@ -1,5 +1,6 @@
 //! The steps of the command that one process and the ranks of an MPI job
-//! share: which operands, statted how, bad usage, the grand total line.
+//! share: which operands, statted how, bad usage, the grand total line,
+//! the views after it.
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -102,4 +103,21 @@ pub fn write_total(run: &Run) {
         run.line(&mut line, run.grand_total(), b"total");
         run.out.write(&line);
     }
+}
+
+/// `--tree` and `--json`, after the du lines.
+pub fn finish_views(run: &Run) {
+    let settings = &run.settings;
+    let trees = run.take_trees();
+    let mut out = Vec::new();
+    if settings.json {
+        crate::json::write(&trees, settings.measure, &mut out);
+    }
+    if let Some(t) = &settings.tree {
+        let size = crate::view::size_format(&settings.size, settings.measure);
+        for root in &trees {
+            crate::view::render(root, t, &size, &mut out);
+        }
+    }
+    run.out.write(&out);
 }

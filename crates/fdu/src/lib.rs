@@ -57,7 +57,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use cli::{Parsed, UsageError};
-use command::{identities, read_operands, stat_operands, trim_trailing_slashes, usage_exit, write_total};
+use command::{finish_views, identities, read_operands, stat_operands, trim_trailing_slashes, usage_exit, write_total};
 use messages::{error_text, quote, report};
 use output::Output;
 use scan::Scan;
@@ -131,23 +131,6 @@ pub fn run() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
-}
-
-/// `--tree` and `--json`, after the du lines.
-fn finish_views(run: &run::Run) {
-    let settings = &run.settings;
-    let trees = run.take_trees();
-    let mut out = Vec::new();
-    if settings.json {
-        json::write(&trees, settings.measure, &mut out);
-    }
-    if let Some(t) = &settings.tree {
-        let size = view::size_format(&settings.size, settings.measure);
-        for root in &trees {
-            view::render(root, t, &size, &mut out);
-        }
-    }
-    run.out.write(&out);
 }
 
 /// `-o FILE`: the one operand's tree in ncdu's format, to a file that

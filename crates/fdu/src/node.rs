@@ -35,7 +35,7 @@ pub enum Parent {
     /// The directory is an operand: its subtotal joins the run's totals.
     Operand,
     /// The parent is read by another process: the total goes there.
-    Elsewhere(Box<dyn FnOnce(Usage) + Send + Sync>),
+    Elsewhere(Box<dyn FnOnce(Subtotal) + Send + Sync>),
 }
 
 /// What a completed directory hands to its parent.
@@ -428,7 +428,7 @@ impl Drop for Node {
                     None
                 }
                 Parent::Elsewhere(send) => {
-                    send(sub.total);
+                    send(sub);
                     None
                 }
             };

@@ -97,8 +97,6 @@ pub fn run(launched: Launched) -> ExitCode {
 fn refused(settings: &Settings) -> Option<&'static str> {
     [
         (settings.follow == Follow::All, "-L (--dereference)"),
-        (settings.json, "--json"),
-        (settings.tree.is_some(), "--tree"),
         (settings.from_json.is_some(), "--from-json"),
         (settings.export_file.is_some(), "-o (--output-file)"),
         (settings.input_file.is_some(), "-f (--input-file)"),
@@ -170,6 +168,7 @@ fn run_job(world: &World, settings: Settings) -> u8 {
         run.add_operand(b"", totals.total, None);
     }
     command::write_total(run);
+    command::finish_views(run);
     run.out.finish();
     u8::from(failed || run.failed())
 }
@@ -256,6 +255,27 @@ fn walk_operand(
     }
     if rank == 0 && !ends.iter().any(|e| e.entered) {
         scan.unread_operand(path);
+    }
+    if scan.run.settings.keeps_tree() {
+        gather_trees(world, scan);
+    }
+}
+
+/// The operand's tree, from whichever rank completed it, to rank 0 (for
+/// `--json` and `--tree`). A collective call.
+fn gather_trees(world: &World, scan: &Scan) {
+    let run = &scan.run;
+    let mut sent = vec![Vec::new(); world.size()];
+    if world.rank() != 0 {
+        sent[0] = wire::encode_roots(&run.take_trees());
+    }
+    let received = world.all_to_all(&sent);
+    if world.rank() != 0 {
+        return;
+    }
+    for (from, bytes) in received.iter().enumerate().skip(1) {
+        let roots = wire::decode_roots(bytes).unwrap_or_else(|e| fatal(format!("trees from rank {from}: {e}")));
+        roots.into_iter().for_each(|root| run.add_root(root));
     }
 }
 

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::node::{join, Listed, Node, Parent, Subtotal};
 use crate::run::Run;
-use crate::usage::Usage;
+use crate::tree::TreeBuilder;
 use crate::wire::{Adopted, Subtotal as WireSubtotal};
 
 /// Carries a message to another rank (the MPI job's `Handle::send`).
@@ -121,9 +121,10 @@ impl Relay {
         })
     }
 
-    /// Send a subtree's `total` to its parent, `id` on rank `to`.
-    fn send_total(&self, to: usize, id: u64, total: Usage) {
-        let bytes = WireSubtotal { id, total }.encode();
+    /// Send a completed subtree's subtotal to its parent, `id` on rank `to`.
+    fn send_total(&self, to: usize, id: u64, sub: Subtotal) {
+        let tree = sub.tree.map(|kids| kids.into_node(sub.total.amount));
+        let bytes = WireSubtotal::encode(id, sub.total, tree.as_ref().map(|t| (&*sub.name, t)));
         match &*self.courier.read().unwrap_or_else(|e| e.into_inner()) {
             Some(courier) => courier.send(to, bytes),
             None => self
@@ -144,10 +145,14 @@ impl Relay {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&sub.id)
             .ok_or_else(|| format!("a total for directory {} that this rank did not hand over", sub.id))?;
+        let (name, tree) = match sub.tree {
+            Some((name, kids)) => (name.into(), Some(kids)),
+            None => (Box::default(), None),
+        };
         parent.absorb(Subtotal {
-            name: Box::default(),
+            name,
             total: sub.total,
-            tree: None,
+            tree,
         });
         drop(parent);
         Ok(())
@@ -186,7 +191,7 @@ impl Arrival {
             listed,
             &adopted.key,
             adopted.inode_sort,
-            Parent::Elsewhere(Box::new(move |total| relay.send_total(to, id, total))),
+            Parent::Elsewhere(Box::new(move |sub| relay.send_total(to, id, sub))),
         )
     }
 }
@@ -202,7 +207,13 @@ impl Drop for Arrival {
             self.run.line(&mut line, own, &self.path);
             self.run.out.write(&line);
         }
-        self.relay.send_total(self.adopted.rank as usize, self.adopted.id, own);
+        let name = self.path.rsplit(|&b| b == b'/').next().unwrap_or(&self.path);
+        let sub = Subtotal {
+            name: name.into(),
+            total: own,
+            tree: self.run.settings.keeps_tree().then(TreeBuilder::default),
+        };
+        self.relay.send_total(self.adopted.rank as usize, self.adopted.id, sub);
     }
 }
 

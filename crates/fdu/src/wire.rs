@@ -8,14 +8,21 @@
 //! - [`Adopted`]: a subdirectory handed to another rank, as its parent's
 //!   rank describes it (where its subtotal goes, how it was listed, where
 //!   du meets it);
-//! - [`Subtotal`]: a completed subtree's total, back to the parent's rank;
+//! - [`Subtotal`]: a completed subtree's total, back to the parent's rank,
+//!   with its entries when the tree is kept (`--json`, `--tree`);
 //! - [`Claim`]: a link of a multiply-linked file, to the inode's owner
 //!   rank, which answers with the indexes of the links that count;
 //! - [`RankEnd`]: what a rank tells the others after an operand;
-//! - [`Totals`]: what a rank tells rank 0 at the end.
+//! - [`Totals`]: what a rank tells rank 0 at the end;
+//! - [`encode_roots`]: the operands' trees a rank completed, for rank 0.
+//!
+//! Trees travel as their entries in pre-order (name, amount, number of
+//! entries inside), written and read with a stack of their own: a tree is
+//! as deep as the file system.
 
 use fnd_mpi::codec::{DecodeError, Reader, Writer};
 
+use crate::tree::{Root, TreeBuilder, TreeNode};
 use crate::usage::{Stamp, Usage};
 
 /// A subdirectory given to another rank, with what its node needs there.
@@ -38,11 +45,12 @@ pub struct Adopted {
 }
 
 /// A completed subtree's total for its parent's node, `id` on the rank it
-/// goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// goes to; with the tree kept, its name and entries.
+#[derive(Debug)]
 pub struct Subtotal {
     pub id: u64,
     pub total: Usage,
+    pub tree: Option<(Vec<u8>, TreeBuilder)>,
 }
 
 /// One link of a multiply-linked file: its inode, du's order key of the
@@ -120,11 +128,7 @@ impl Adopted {
         let own = read_usage(&mut r)?;
         let (position, dev, ino) = (r.u64()?, r.u64()?, r.u64()?);
         let key = read_key(&mut r)?;
-        let inode_sort = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err(r.error("a flag that is neither 0 nor 1")),
-        };
+        let inode_sort = read_flag(&mut r)?;
         r.end()?;
         Ok(Adopted {
             rank,
@@ -140,10 +144,21 @@ impl Adopted {
 }
 
 impl Subtotal {
-    pub fn encode(&self) -> Vec<u8> {
+    /// The subtotal of directory `id`, with its `name` and its entries
+    /// (`tree`) when the tree is kept.
+    pub fn encode(id: u64, total: Usage, tree: Option<(&[u8], &TreeNode)>) -> Vec<u8> {
         let mut w = Writer::new();
-        w.u64(self.id);
-        usage(&mut w, self.total);
+        w.u64(id);
+        usage(&mut w, total);
+        match tree {
+            None => {
+                w.u8(0);
+            }
+            Some((name, node)) => {
+                w.u8(1).bytes(name);
+                write_kids(&mut w, node);
+            }
+        }
         w.finish()
     }
 
@@ -151,8 +166,110 @@ impl Subtotal {
         let mut r = Reader::new(bytes);
         let id = r.u64()?;
         let total = read_usage(&mut r)?;
+        let tree = match read_flag(&mut r)? {
+            false => None,
+            true => {
+                let name = r.bytes()?.to_vec();
+                Some((name, read_kids(&mut r)?))
+            }
+        };
         r.end()?;
-        Ok(Subtotal { id, total })
+        Ok(Subtotal { id, total, tree })
+    }
+}
+
+/// The entries inside `top`, in pre-order.
+fn write_kids(w: &mut Writer, top: &TreeNode) {
+    w.u32(top.children().len() as u32);
+    let mut stack = vec![top.children()];
+    while let Some(level) = stack.last_mut() {
+        match level.next() {
+            Some((name, node)) => {
+                w.bytes(name).u64(node.amount).u32(node.children().len() as u32);
+                stack.push(node.children());
+            }
+            None => {
+                stack.pop();
+            }
+        }
+    }
+}
+
+/// Name, amount and count: the least an entry takes.
+const ENTRY_MIN: usize = 16;
+
+/// What [`write_kids`] wrote, as a directory's entries.
+fn read_kids(r: &mut Reader<'_>) -> Result<TreeBuilder, DecodeError> {
+    struct Level {
+        kids: TreeBuilder,
+        name: Vec<u8>,
+        amount: u64,
+        left: usize,
+    }
+    let left = r.count(ENTRY_MIN)?;
+    let mut stack = vec![Level {
+        kids: TreeBuilder::default(),
+        name: Vec::new(),
+        amount: 0,
+        left,
+    }];
+    loop {
+        let top = stack.last_mut().expect("the top level stays until the end");
+        if top.left == 0 {
+            let done = stack.pop().expect("a level");
+            match stack.last_mut() {
+                None => return Ok(done.kids),
+                Some(parent) => parent.kids.dir(&done.name, done.amount, done.kids),
+            }
+            continue;
+        }
+        top.left -= 1;
+        let name = r.bytes()?;
+        let amount = r.u64()?;
+        let left = r.count(ENTRY_MIN)?;
+        if left == 0 {
+            top.kids.leaf(name, amount);
+        } else {
+            stack.push(Level {
+                kids: TreeBuilder::default(),
+                name: name.to_vec(),
+                amount,
+                left,
+            });
+        }
+    }
+}
+
+/// Operands' trees, in order.
+pub fn encode_roots(roots: &[Root]) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.u32(roots.len() as u32);
+    for root in roots {
+        w.bytes(&root.name).u64(root.node.amount);
+        write_kids(&mut w, &root.node);
+    }
+    w.finish()
+}
+
+pub fn decode_roots(bytes: &[u8]) -> Result<Vec<Root>, DecodeError> {
+    let mut r = Reader::new(bytes);
+    let n = r.count(ENTRY_MIN)?;
+    let mut roots = Vec::with_capacity(n);
+    for _ in 0..n {
+        let name = r.bytes()?.to_vec();
+        let amount = r.u64()?;
+        let kids = read_kids(&mut r)?;
+        roots.push(Root::new(&name, kids.into_node(amount)));
+    }
+    r.end()?;
+    Ok(roots)
+}
+
+fn read_flag(r: &mut Reader<'_>) -> Result<bool, DecodeError> {
+    match r.u8()? {
+        0 => Ok(false),
+        1 => Ok(true),
+        _ => Err(r.error("a flag that is neither 0 nor 1")),
     }
 }
 
@@ -208,11 +325,7 @@ impl RankEnd {
 
     pub fn decode(bytes: &[u8]) -> Result<RankEnd, DecodeError> {
         let mut r = Reader::new(bytes);
-        let entered = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err(r.error("a flag that is neither 0 nor 1")),
-        };
+        let entered = read_flag(&mut r)?;
         let n = r.count(4)?;
         let seen = (0..n).map(|_| r.u32()).collect::<Result<_, _>>()?;
         r.end()?;
@@ -230,11 +343,7 @@ impl Totals {
 
     pub fn decode(bytes: &[u8]) -> Result<Totals, DecodeError> {
         let mut r = Reader::new(bytes);
-        let failed = match r.u8()? {
-            0 => false,
-            1 => true,
-            _ => return Err(r.error("a flag that is neither 0 nor 1")),
-        };
+        let failed = read_flag(&mut r)?;
         let total = read_usage(&mut r)?;
         r.end()?;
         Ok(Totals { failed, total })
@@ -265,8 +374,8 @@ mod tests {
             inode_sort: true,
         };
         assert_eq!(Adopted::decode(&adopted.encode()).unwrap(), adopted);
-        let sub = Subtotal { id: 1, total: usage(7) };
-        assert_eq!(Subtotal::decode(&sub.encode()).unwrap(), sub);
+        let sub = Subtotal::decode(&Subtotal::encode(1, usage(7), None)).unwrap();
+        assert_eq!((sub.id, sub.total, sub.tree.is_none()), (1, usage(7), true));
         let claims = vec![
             Claim {
                 dev: 1,
@@ -296,8 +405,26 @@ mod tests {
     }
 
     #[test]
+    fn trees_travel_whole_and_deep() {
+        let mut below = TreeBuilder::default();
+        below.leaf(b"f", 3);
+        let mut kids = TreeBuilder::default();
+        kids.dir(b"d", 10, below);
+        kids.leaf(b"empty", 4);
+        let node = kids.into_node(20);
+        let bytes = Subtotal::encode(5, usage(20), Some((b"top", &node)));
+        let sub = Subtotal::decode(&bytes).unwrap();
+        let (name, kids) = sub.tree.unwrap();
+        assert_eq!(name, b"top");
+        assert_eq!(kids.into_node(20), node);
+        let roots = vec![Root::new(b"op", node), crate::tree::chain(100_000)];
+        let again = decode_roots(&encode_roots(&roots)).unwrap();
+        assert!(again == roots, "roots changed on the way");
+    }
+
+    #[test]
     fn damaged_messages_are_errors() {
-        let sub = Subtotal { id: 1, total: usage(7) }.encode();
+        let sub = Subtotal::encode(1, usage(7), None);
         assert!(Subtotal::decode(&sub[..sub.len() - 1]).is_err());
         assert!(Subtotal::decode(&[sub.clone(), vec![0]].concat()).is_err());
         // A count of four billion claims in a few bytes.

@@ -36,6 +36,8 @@ enum Start {
     Ranks(usize),
     /// GNU du, or one fdu process without it.
     Reference,
+    /// One fdu process.
+    Alone,
 }
 
 struct Run<'a> {
@@ -72,6 +74,7 @@ impl Run<'_> {
                 Some(du) => argv.push(du.path().to_string_lossy().into_owned()),
                 None => argv.push(FDU.into()),
             },
+            Start::Alone => argv.push(FDU.into()),
         }
         argv.extend(self.args.iter().map(|a| a.to_string()));
         let mut cmd = Command::new(&argv[0]);
@@ -281,10 +284,58 @@ fn directories_move_between_ranks_and_each_is_read_once() {
     assert!(stats.iter().any(|s| s.1 > 0), "nothing was stolen: {stats:?}");
 }
 
+/// A JSON document with each directory's children in name order: their
+/// order is the order directories completed in.
+fn sorted_json(stdout: &[u8]) -> serde_json::Value {
+    fn sort(v: &mut serde_json::Value) {
+        if let Some(kids) = v.get_mut("children").and_then(|k| k.as_array_mut()) {
+            kids.iter_mut().for_each(sort);
+            kids.sort_by_key(|k| k["name"].to_string());
+        }
+    }
+    let mut doc: serde_json::Value = serde_json::from_slice(stdout).expect("fdu --json writes JSON");
+    doc["roots"].as_array_mut().unwrap().iter_mut().for_each(sort);
+    doc
+}
+
+#[test]
+fn the_tree_view_and_json_show_what_one_process_shows() {
+    let dir = tree();
+    // Every line (-n): which of several entries of one size fill the last
+    // lines depends on the order directories complete in, even in one process.
+    let all_lines = ["--tree", "-n", "100000"];
+    for args in [
+        &[&all_lines[..], &["t"]].concat()[..],
+        &[&all_lines[..], &["--tree-depth", "9", "-b", "t/top3", "t"]].concat(),
+        &["--json", "t"],
+    ] {
+        let alone = run(Start::Alone, args).output(dir.path());
+        assert!(alone.status.success());
+        for ranks in RANKS {
+            let out = run(Start::Ranks(ranks), args).output(dir.path());
+            assert!(out.status.success(), "{ranks} ranks, {args:?}");
+            if args[0] == "--json" {
+                assert_eq!(sorted_json(&out.stdout), sorted_json(&alone.stdout), "{ranks} ranks");
+            } else {
+                assert_eq!(
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&alone.stdout),
+                    "{ranks} ranks, {args:?}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn options_not_supported_yet_are_refused_in_one_line() {
     let dir = tree();
-    for args in [&["--json", "t"][..], &["--tree", "t"], &["-L", "t"], &["-o", "-", "t"]] {
+    for args in [
+        &["-L", "t"][..],
+        &["-o", "-", "t"],
+        &["--from-json", "-"],
+        &["--files0-from", "-"],
+    ] {
         let out = run(Start::Ranks(2), args).output(dir.path());
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -201,8 +201,11 @@ impl World {
         world.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
         let send_displs = offsets(&send_counts);
         let recv_displs = offsets(&recv_counts);
-        let sent: Vec<u8> = to_each.concat();
-        let mut received = vec![0u8; recv_counts.iter().map(|&n| n as usize).sum()];
+        // One byte more than the counts cover: Open MPI refuses an empty
+        // buffer (MPI_ERR_ARG) even when every count is 0.
+        let mut sent: Vec<u8> = to_each.concat();
+        sent.push(0);
+        let mut received = vec![0u8; recv_counts.iter().map(|&n| n as usize).sum::<usize>() + 1];
         {
             let partition = Partition::new(&sent[..], &send_counts[..], &send_displs[..]);
             let mut into = PartitionMut::new(&mut received[..], &recv_counts[..], &recv_displs[..]);
