@@ -15,7 +15,9 @@
 //!    device and inode), which keeps the inodes counted in this run and
 //!    answers which links count, as one process decides.
 //! 4. A second job lets go of what waited for that verdict: directories
-//!    complete, their totals travel up to their parents' ranks.
+//!    complete, their totals travel up to their parents' ranks (with
+//!    their entries, for `--json` and `--tree`: the rank that completes
+//!    the operand then sends its tree to rank 0, which renders the views).
 //! 5. At the end each rank tells rank 0 whether it failed and what its
 //!    operands added up to (`-c`); rank 0 exits as du would, the others
 //!    with 0, so that `mpirun` exits with du's status.

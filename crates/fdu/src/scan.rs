@@ -6,6 +6,11 @@
 //! (they reach the visitor in chunks), directories by the filter (it needs
 //! their size before the engine opens them, and learns which ones could
 //! not be opened when their record is left unclaimed).
+//!
+//! The walk runs in this process ([`Alone`]) or shared with other ranks of
+//! an MPI job (`crate::ranks`): then a subdirectory handed to another rank
+//! takes its parent's place in du's order and the way back for its total
+//! with it (the filter's `export_state`, through `crate::relay`).
 
 use std::collections::HashSet;
 use std::ffi::OsStr;

@@ -346,6 +346,20 @@ fn options_not_supported_yet_are_refused_in_one_line() {
 }
 
 #[test]
+fn bad_usage_is_reported_once_with_du_s_status() {
+    let dir = tree();
+    for args in [&["--bogus", "t"][..], &["-d", "x", "t"], &["--exclude=[", "t"]] {
+        let alone = run(Start::Alone, args).output(dir.path());
+        for ranks in [2, 3] {
+            let out = run(Start::Ranks(ranks), args).output(dir.path());
+            assert_eq!(out.status.code(), alone.status.code(), "{ranks} ranks, {args:?}");
+            assert_eq!(messages(&out), messages(&alone), "{ranks} ranks, {args:?}");
+            assert!(out.stdout.is_empty(), "{ranks} ranks, {args:?}");
+        }
+    }
+}
+
+#[test]
 fn an_unreadable_directory_is_reported_once() {
     if !rustix::process::geteuid().is_root() {
         eprintln!("skipped: needs root, to run the job as nobody (root reads every directory)");
