@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let Some((&kind, bytes)) = data.split_first() else {
         return;
     };
-    match kind % 7 {
+    match kind % 8 {
         0 => {
             if let Ok(m) = Adopted::decode(bytes) {
                 assert_eq!(m.encode(), bytes, "a handover encodes back differently");
@@ -36,6 +36,15 @@ fuzz_target!(|data: &[u8]| {
         3 => {
             if let Ok(indexes) = decode_indexes(bytes) {
                 assert_eq!(encode_indexes(&indexes), bytes, "verdicts encode back differently");
+            }
+        }
+        6 => {
+            if let Ok(read) = decode_operands(bytes) {
+                assert_eq!(
+                    encode_operands(read.as_ref()),
+                    bytes,
+                    "operands encode back differently"
+                );
             }
         }
         5 => {

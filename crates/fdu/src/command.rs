@@ -55,15 +55,22 @@ pub fn trim_trailing_slashes(path: &mut Vec<u8>) {
     }
 }
 
-/// The operands: from the command line, from `--files0-from`, or `.`.
+/// The operands: from the command line, from `--files0-from`, or `.`;
+/// and whether a name was bad (said already). Exits with du's status
+/// when the file cannot be read.
 pub fn read_operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
+    try_read_operands(settings).unwrap_or_else(|| std::process::exit(1))
+}
+
+/// [`read_operands`], `None` when the file cannot be read (said already).
+pub fn try_read_operands(settings: &Settings) -> Option<(Vec<Vec<u8>>, bool)> {
     let Some(from) = &settings.files0_from else {
         let ops = if settings.operands.is_empty() {
             vec![b".".to_vec()]
         } else {
             settings.operands.clone()
         };
-        return (ops, false);
+        return Some((ops, false));
     };
     let mut data = Vec::new();
     let read = if from == b"-" {
@@ -73,13 +80,13 @@ pub fn read_operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
     };
     if let Err(e) = read {
         report(&format!("cannot open {} for reading: {}", quote(from), error_text(&e)));
-        std::process::exit(1);
+        return None;
     }
     let mut failed = false;
     let mut ops = Vec::new();
     let body = data.strip_suffix(b"\0").unwrap_or(&data);
     if body.is_empty() {
-        return (ops, false);
+        return Some((ops, false));
     }
     for (n, name) in body.split(|&b| b == 0).enumerate() {
         if name.is_empty() {
@@ -93,7 +100,7 @@ pub fn read_operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
             ops.push(name.to_vec());
         }
     }
-    (ops, failed)
+    Some((ops, failed))
 }
 
 /// `-c`: du's last line, the grand total.

@@ -84,9 +84,12 @@ pub fn run(launched: Launched) -> ExitCode {
     }
     // The progress line is one process's view of one walk.
     settings.progress = false;
+    // Only rank 0 has the launcher's stdin: it reads `--files0-from`
+    // before MPI starts, and tells the others what it read.
+    let read = (speaks && settings.files0_from.is_some()).then(|| command::try_read_operands(&settings));
     let world = World::init("fdu").unwrap_or_else(|e| e.exit());
     let rank = world.rank();
-    let code = run_job(&world, settings);
+    let code = run_job(&world, settings, read);
     drop(world);
     if rank == 0 {
         ExitCode::from(code)
@@ -102,16 +105,28 @@ fn refused(settings: &Settings) -> Option<&'static str> {
         (settings.from_json.is_some(), "--from-json"),
         (settings.export_file.is_some(), "-o (--output-file)"),
         (settings.input_file.is_some(), "-f (--input-file)"),
-        (settings.files0_from.is_some(), "--files0-from"),
     ]
     .into_iter()
     .find_map(|(asked, option)| asked.then_some(option))
 }
 
+/// The operands, the same on every rank, and whether a name was bad;
+/// `None` when rank 0 could not read `--files0-from` (it said why).
+fn operands(world: &World, settings: &Settings, read: Option<wire::Operands>) -> wire::Operands {
+    if settings.files0_from.is_none() {
+        return command::try_read_operands(settings);
+    }
+    let mine = wire::encode_operands(read.flatten().as_ref());
+    let bytes = world.broadcast(&mine);
+    wire::decode_operands(&bytes).unwrap_or_else(|e| fatal(format!("rank 0's operands: {e}")))
+}
+
 /// Steps 2 to 5 of the module doc; rank 0's exit status.
-fn run_job(world: &World, settings: Settings) -> u8 {
+fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>) -> u8 {
     let rank = world.rank();
-    let (mut operands, _) = command::read_operands(&settings);
+    let Some((mut operands, bad_name)) = operands(world, &settings, read) else {
+        return 1;
+    };
     operands.iter_mut().for_each(command::trim_trailing_slashes);
     let metas = command::stat_operands(&operands, &settings);
     let ids = command::identities(&metas);
@@ -135,7 +150,7 @@ fn run_job(world: &World, settings: Settings) -> u8 {
         .ok()
         .and_then(|v| v.parse().ok())
         .map(Duration::from_micros);
-    let mut failed = false;
+    let mut failed = bad_name;
     for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
         let m = match meta {
             Ok(m) => m,

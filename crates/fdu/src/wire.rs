@@ -14,7 +14,8 @@
 //!   rank, which answers with the indexes of the links that count;
 //! - [`RankEnd`]: what a rank tells the others after an operand;
 //! - [`Totals`]: what a rank tells rank 0 at the end;
-//! - [`encode_roots`]: the operands' trees a rank completed, for rank 0.
+//! - [`encode_roots`]: the operands' trees a rank completed, for rank 0;
+//! - [`encode_operands`]: the operands rank 0 read (`--files0-from`).
 //!
 //! Trees travel as their entries in pre-order (name, amount, number of
 //! entries inside), written and read with a stack of their own: a tree is
@@ -265,6 +266,41 @@ pub fn decode_roots(bytes: &[u8]) -> Result<Vec<Root>, DecodeError> {
     Ok(roots)
 }
 
+/// The operands rank 0 read from `--files0-from`, and whether a name was
+/// bad; `None` when it could not read the file.
+pub fn encode_operands(read: Option<&(Vec<Vec<u8>>, bool)>) -> Vec<u8> {
+    let mut w = Writer::new();
+    match read {
+        None => {
+            w.u8(0);
+        }
+        Some((operands, bad_name)) => {
+            w.u8(1).u8(u8::from(*bad_name)).u32(operands.len() as u32);
+            for op in operands {
+                w.bytes(op);
+            }
+        }
+    }
+    w.finish()
+}
+
+pub type Operands = Option<(Vec<Vec<u8>>, bool)>;
+
+pub fn decode_operands(bytes: &[u8]) -> Result<Operands, DecodeError> {
+    let mut r = Reader::new(bytes);
+    if !read_flag(&mut r)? {
+        r.end()?;
+        return Ok(None);
+    }
+    let bad_name = read_flag(&mut r)?;
+    let n = r.count(4)?;
+    let operands = (0..n)
+        .map(|_| r.bytes().map(<[u8]>::to_vec))
+        .collect::<Result<_, _>>()?;
+    r.end()?;
+    Ok(Some((operands, bad_name)))
+}
+
 fn read_flag(r: &mut Reader<'_>) -> Result<bool, DecodeError> {
     match r.u8()? {
         0 => Ok(false),
@@ -420,6 +456,9 @@ mod tests {
         let roots = vec![Root::new(b"op", node), crate::tree::chain(100_000)];
         let again = decode_roots(&encode_roots(&roots)).unwrap();
         assert!(again == roots, "roots changed on the way");
+        let ops = (vec![b"a".to_vec(), b"b c".to_vec()], true);
+        assert_eq!(decode_operands(&encode_operands(Some(&ops))).unwrap(), Some(ops));
+        assert_eq!(decode_operands(&encode_operands(None)).unwrap(), None);
     }
 
     #[test]

@@ -210,6 +210,8 @@ fn tree() -> tempfile::TempDir {
             fs::hard_link(t.join(links[0]), t.join(other)).unwrap();
         }
     }
+    // For --files0-from, with a zero-length name du complains about.
+    fs::write(dir.path().join("names"), b"t/top1\0t/top2\0\0t/top3/mid1\0t/top1\0").unwrap();
     put(&dir.path().join("outside"), 20_000);
     fs::hard_link(dir.path().join("outside"), t.join("top4/mid2/inside")).unwrap();
     dir
@@ -263,6 +265,12 @@ fn inodes_one_file_system_and_exclude() {
 #[test]
 fn a_missing_path_is_reported_once_with_du_s_status() {
     same_as_du(&["t/top0", "missing", "t/top1"]);
+}
+
+#[test]
+fn operands_from_a_file_as_rank_0_reads_them() {
+    same_as_du(&["-c", "--files0-from=names"]);
+    same_as_du(&["--files0-from=no-such-file"]);
 }
 
 #[test]
@@ -330,12 +338,7 @@ fn the_tree_view_and_json_show_what_one_process_shows() {
 #[test]
 fn options_not_supported_yet_are_refused_in_one_line() {
     let dir = tree();
-    for args in [
-        &["-L", "t"][..],
-        &["-o", "-", "t"],
-        &["--from-json", "-"],
-        &["--files0-from", "-"],
-    ] {
+    for args in [&["-L", "t"][..], &["-o", "-", "t"], &["--from-json", "-"], &["-f", "-"]] {
         let out = run(Start::Ranks(2), args).output(dir.path());
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
