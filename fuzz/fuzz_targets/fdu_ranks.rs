@@ -8,7 +8,8 @@
 use libfuzzer_sys::fuzz_target;
 
 use fdu::wire::{
-    decode_indexes, decode_roots, encode_indexes, encode_roots, Adopted, Claim, RankEnd, Subtotal, Totals,
+    decode_indexes, decode_operands, decode_roots, encode_indexes, encode_operands, encode_roots, Adopted, Claim,
+    RankEnd, Subtotal, Totals,
 };
 
 fuzz_target!(|data: &[u8]| {
