@@ -19,13 +19,13 @@ pub struct Output {
 }
 
 /// Where a chunk of whole lines goes, from a rank other than 0.
-pub type Send = Box<dyn Fn(Vec<u8>) + std::marker::Send + Sync>;
+pub type Forwarder = Box<dyn Fn(Vec<u8>) + Send + Sync>;
 
 /// Lines gathered for rank 0, and where they go now (nowhere between the
 /// jobs of one run: they wait for the next).
 struct Forward {
     buf: Mutex<Vec<u8>>,
-    to: RwLock<Option<Send>>,
+    to: RwLock<Option<Forwarder>>,
 }
 
 impl Output {
@@ -54,7 +54,7 @@ impl Output {
     }
 
     /// Where forwarded lines go from now on (`None`: they wait).
-    pub fn forward_to(&self, to: Option<Send>) {
+    pub fn forward_to(&self, to: Option<Forwarder>) {
         if let Some(f) = &self.forward {
             *f.to.write().unwrap_or_else(|e| e.into_inner()) = to;
         }
