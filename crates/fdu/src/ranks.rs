@@ -87,6 +87,11 @@ pub fn run(launched: Launched) -> ExitCode {
     // Only rank 0 has the launcher's stdin: it reads `--files0-from`
     // before MPI starts, and tells the others what it read.
     let read = (speaks && settings.files0_from.is_some()).then(|| command::try_read_operands(&settings));
+    if speaks {
+        // The launcher's own stdout, rather than its slow copy of a
+        // pseudo-terminal: every rank's lines are written there.
+        fnd_mpi::stdio::adopt_launcher_output();
+    }
     let world = World::init("fdu").unwrap_or_else(|e| e.exit());
     let rank = world.rank();
     let code = run_job(&world, settings, read);
