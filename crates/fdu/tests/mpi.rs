@@ -263,6 +263,12 @@ fn inodes_one_file_system_and_exclude() {
 }
 
 #[test]
+fn times_and_every_link_counted() {
+    same_as_du(&["--time", "-a", "t"]);
+    same_as_du(&["-l", "t"]);
+}
+
+#[test]
 fn a_missing_path_is_reported_once_with_du_s_status() {
     same_as_du(&["t/top0", "missing", "t/top1"]);
 }
