@@ -152,7 +152,7 @@ pub fn run(mut settings: Settings, scan: ScanTree) -> ExitCode {
     drop(screen);
     let held = messages::release();
     for line in &held {
-        eprintln!("{line}");
+        eprint!("{line}");
     }
     match result {
         Ok(()) if held.is_empty() => ExitCode::SUCCESS,

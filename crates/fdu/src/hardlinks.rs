@@ -35,10 +35,10 @@ pub struct Sighting {
     pub usage: Usage,
     /// Kept only when `-a` prints it or the tree view shows it.
     pub name: Option<Box<[u8]>>,
-    /// What the browser shows of it.
-    pub detail: Detail,
     /// `-a` prints it if it wins.
     pub print: bool,
+    /// What the browser shows of it.
+    pub detail: Detail,
 }
 
 /// The inodes counted so far in a run, across operands.
@@ -56,28 +56,82 @@ impl Links {
             .insert((dev, ino))
     }
 
+    /// Of these links, the ones that count: each inode's first in du's
+    /// order, unless an earlier operand counted it. Their tags, in no
+    /// particular order. Under MPI the owner rank of the inodes decides
+    /// here for the links every rank met.
+    pub fn winners<T>(&self, mut links: Vec<Ordered<T>>) -> Vec<T> {
+        links.sort_unstable_by(|a, b| (a.dev, a.ino, &a.key).cmp(&(b.dev, b.ino, &b.key)));
+        let mut last = None;
+        let mut won = Vec::new();
+        for link in links {
+            if last == Some((link.dev, link.ino)) {
+                continue;
+            }
+            last = Some((link.dev, link.ino));
+            if self.first(link.dev, link.ino) {
+                won.push(link.tag);
+            }
+        }
+        won
+    }
+
     /// Count each inode of one operand's walk at its first link (unless an
     /// earlier operand counted it), then let the waiting directories complete.
     pub fn resolve(&self, sightings: Vec<Sighting>) {
-        // Orders are only known now: whether fts sorts a directory by inode
-        // depends on how many entries it turned out to have.
-        let mut keyed: Vec<(Box<[u64]>, Sighting)> = sightings
-            .into_iter()
-            .map(|s| (s.node.visit_order(s.position, s.ino), s))
-            .collect();
-        keyed.sort_unstable_by(|(ka, a), (kb, b)| (a.dev, a.ino, ka).cmp(&(b.dev, b.ino, kb)));
-        let mut last = None;
-        for (_, s) in &keyed {
-            let counted = last != Some((s.dev, s.ino)) && self.first(s.dev, s.ino);
-            last = Some((s.dev, s.ino));
-            if counted {
-                s.node.add_link(s.usage, s.name.as_deref(), s.print, s.detail);
-            } else if s.node.detailed() {
-                // The browser lists every link, as ncdu does; only one counts.
-                s.node.list_link(s.usage, s.name.as_deref(), s.detail);
+        let mut counts = vec![false; sightings.len()];
+        for i in self.winners(ordered(&sightings)) {
+            counts[i] = true;
+        }
+        for (sighting, counts) in sightings.iter().zip(counts) {
+            if counts {
+                sighting.count();
+            } else {
+                sighting.list_uncounted();
             }
         }
-        drop(keyed);
+        drop(sightings);
+    }
+}
+
+/// A link in du's order: `key` as `Node::visit_order` makes it; `tag`
+/// says which link it is to whoever asks.
+pub struct Ordered<T> {
+    pub dev: u64,
+    pub ino: u64,
+    pub key: Vec<u64>,
+    pub tag: T,
+}
+
+/// The sightings' order keys, tagged by index. Orders are only known once
+/// the walk is over: whether fts sorts a directory by inode depends on how
+/// many entries it turned out to have.
+pub fn ordered(sightings: &[Sighting]) -> Vec<Ordered<usize>> {
+    sightings
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Ordered {
+            dev: s.dev,
+            ino: s.ino,
+            key: s.node.visit_order(s.position, s.ino).into_vec(),
+            tag: i,
+        })
+        .collect()
+}
+
+impl Sighting {
+    /// This link is the one that counts: its directory adds it.
+    pub fn count(&self) {
+        self.node
+            .add_link(self.usage, self.name.as_deref(), self.print, self.detail);
+    }
+
+    /// Another link of a file that counts elsewhere: the browser lists it,
+    /// as ncdu does, without adding it up.
+    pub fn list_uncounted(&self) {
+        if self.node.detailed() {
+            self.node.list_link(self.usage, self.name.as_deref(), self.detail);
+        }
     }
 }
 

@@ -10,19 +10,25 @@
 //!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
 //!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`];
 //! - [`usage`] (what an entry counts for), [`output`] (stdout);
-//! - [`format`](mod@format) (how sizes and times are spelled);
+//! - [`format`](mod@format) (how sizes and times are spelled), [`wire`]
+//!   (the messages between the ranks of an MPI job);
 //! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
 //!   [`json`] (`--json`, `--from-json`), [`run`](mod@run) (what one run shares:
 //!   settings, du's lines, totals);
-//! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's lines;
+//! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's
+//!   lines; [`command`]: the steps one process and the ranks of an MPI job
+//!   share (operands, bad usage, the total line);
 //! - [`node`]: one directory's totals and its completion;
-//! - [`hardlinks`]: which link of a file counts;
+//! - [`hardlinks`]: which link of a file counts; [`relay`]: subtrees read
+//!   by other ranks of an MPI job, and their totals coming back;
 //! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
 //!   ncdu's export format (`-o`);
-//! - [`browse`]: `-i`, the scanned tree in a full-screen browser.
+//! - `ranks` (feature `mpi`): the whole command as one rank of an MPI job;
+//!   [`browse`]: `-i`, the scanned tree in a full-screen browser.
 
 pub mod browse;
 pub mod cli;
+pub mod command;
 pub mod exclude;
 pub mod export;
 pub mod format;
@@ -35,12 +41,16 @@ pub mod node;
 pub mod operands;
 pub mod output;
 pub mod progress;
+#[cfg(feature = "mpi")]
+pub mod ranks;
+pub mod relay;
 pub mod run;
 pub mod scan;
 pub mod settings;
 pub mod tree;
 pub mod usage;
 pub mod view;
+pub mod wire;
 
 use std::ffi::OsStr;
 use std::io::Read;
@@ -49,19 +59,11 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use cli::{Parsed, UsageError};
+use command::{finish_views, identities, read_operands, stat_operands, trim_trailing_slashes, usage_exit, write_total};
 use messages::{error_text, quote, report};
 use output::Output;
 use scan::Scan;
-use settings::{Follow, Settings, TreeOptions};
-
-/// Bad usage: du's message, its hint, exit status 1.
-fn usage_exit(e: UsageError) -> ! {
-    report(&e.message);
-    if e.hint {
-        messages::usage_hint();
-    }
-    std::process::exit(1)
-}
+use settings::{Settings, TreeOptions};
 
 /// The whole command: parse, scan (or read a saved tree), print.
 pub fn run() -> ExitCode {
@@ -117,21 +119,10 @@ fn scan_tree(settings: &Settings, progress: &'static progress::Progress) -> Opti
 /// Scan every operand as du does: their lines go to stdout (or their
 /// trees to the run); true when one could not be read.
 fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (&'static Scan, bool) {
-    let (mut operands, failed) = operands(&settings);
+    let (mut operands, failed) = read_operands(&settings);
     operands.iter_mut().for_each(trim_trailing_slashes);
-    let follow_operands = settings.follow != Follow::Never;
-    // Err(None): a dangling symlink that was to be followed (du says only "cannot access").
-    let metas: Vec<Result<fnd_walk::Metadata, Option<std::io::Error>>> = operands
-        .iter()
-        .map(|op| {
-            let path = Path::new(OsStr::from_bytes(op));
-            fnd_walk::meta::stat_path(path, follow_operands).map_err(|e| match fnd_walk::meta::stat_path(path, false) {
-                Ok(_) if follow_operands => None,
-                _ => Some(e),
-            })
-        })
-        .collect();
-    let ids: Vec<Option<(u64, u64)>> = metas.iter().map(|m| m.as_ref().ok().map(|m| (m.dev, m.ino))).collect();
+    let metas = stat_operands(&operands, &settings);
+    let ids = identities(&metas);
     let scan: &'static Scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
         Ok(s) => Box::leak(Box::new(s)),
         Err(e) => usage_exit(UsageError {
@@ -163,78 +154,11 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
     (scan, failed)
 }
 
-/// fts keeps one trailing slash of several (`d//` is walked and printed as `d/`).
-fn trim_trailing_slashes(path: &mut Vec<u8>) {
-    if path.len() > 2 && path.ends_with(b"/") {
-        while path.len() > 1 && path[path.len() - 2] == b'/' {
-            path.pop();
-        }
-    }
-}
-
-/// The operands: from the command line, from `--files0-from`, or `.`.
-fn operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
-    let Some(from) = &settings.files0_from else {
-        let ops = if settings.operands.is_empty() {
-            vec![b".".to_vec()]
-        } else {
-            settings.operands.clone()
-        };
-        return (ops, false);
-    };
-    let mut data = Vec::new();
-    let read = if from == b"-" {
-        std::io::stdin().read_to_end(&mut data)
-    } else {
-        std::fs::File::open(OsStr::from_bytes(from)).and_then(|mut f| f.read_to_end(&mut data))
-    };
-    if let Err(e) = read {
-        report(&format!("cannot open {} for reading: {}", quote(from), error_text(&e)));
-        std::process::exit(1);
-    }
-    let mut failed = false;
-    let mut ops = Vec::new();
-    let body = data.strip_suffix(b"\0").unwrap_or(&data);
-    if body.is_empty() {
-        return (ops, false);
-    }
-    for (n, name) in body.split(|&b| b == 0).enumerate() {
-        if name.is_empty() {
-            report(&format!(
-                "{}:{}: invalid zero-length file name",
-                String::from_utf8_lossy(from),
-                n + 1
-            ));
-            failed = true;
-        } else {
-            ops.push(name.to_vec());
-        }
-    }
-    (ops, failed)
-}
-
-/// `--tree` and `--json`, after the du lines.
-fn finish_views(run: &run::Run) {
-    let settings = &run.settings;
-    let trees = run.take_trees();
-    let mut out = Vec::new();
-    if settings.json {
-        json::write(&trees, settings.measure, &mut out);
-    }
-    if let Some(t) = &settings.tree {
-        let size = view::size_format(&settings.size, settings.measure);
-        for root in &trees {
-            view::render(root, t, &size, &mut out);
-        }
-    }
-    run.out.write(&out);
-}
-
 /// `-o FILE`: the one operand's tree in ncdu's format, to a file that
 /// appears whole (written beside it, then renamed), to stdout, or to a
 /// device or fifo as it is.
 fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
-    let (operands, failed) = operands(settings);
+    let (operands, failed) = read_operands(settings);
     if failed {
         return ExitCode::from(1);
     }
@@ -286,15 +210,6 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
             report(&message);
             ExitCode::from(1)
         }
-    }
-}
-
-/// `-c`: du's last line, the grand total.
-fn write_total(run: &run::Run) {
-    if run.settings.total {
-        let mut line = Vec::new();
-        run.line(&mut line, run.grand_total(), b"total");
-        run.out.write(&line);
     }
 }
 

@@ -23,14 +23,16 @@ pub fn program_name() -> &'static str {
 static HELD: Mutex<Option<Vec<String>>> = Mutex::new(None);
 
 /// Print `fdu: MESSAGE` on stderr (a stderr that cannot be written is no
-/// reason to panic); kept instead while messages are held.
+/// reason to panic), in one write: the ranks of an MPI job share one
+/// stderr, and a line written in pieces could be cut by another's. Kept
+/// instead while messages are held.
 pub fn report(message: &str) {
-    let line = format!("{}: {message}", program_name());
+    let line = format!("{}: {message}\n", program_name());
     if let Some(held) = HELD.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
         held.push(line);
         return;
     }
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// From now on, keep messages (a full-screen view owns the terminal).
@@ -48,7 +50,7 @@ pub fn held_count() -> usize {
         .map_or(0, Vec::len)
 }
 
-/// Stop holding messages and hand over those held.
+/// Stop holding messages and hand over those held (each ends in a newline).
 pub fn release() -> Vec<String> {
     HELD.lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -12,9 +12,9 @@
 //!
 //! Completion is the small piece at `impl Drop for Node`: `Node::finish`
 //! prints the lines and makes the subtotal, [`Node::absorb`] takes a child's.
-//! A parent is a node of this process or the operand itself; a parent held
-//! elsewhere (another process) would be a third kind of [`Parent`] that
-//! carries the subtotal to where `absorb` runs.
+//! A parent is a node of this process, the operand itself, or a node held
+//! by another rank of an MPI job (feature `mpi`), to which the subtotal
+//! travels (`crate::relay`).
 //!
 //! One file past 600 lines: the node's counters, its listing order and its
 //! completion are one state machine (515 lines), and its unit tests sit
@@ -34,6 +34,8 @@ pub enum Parent {
     Dir(Arc<Node>),
     /// The directory is an operand: its subtotal joins the run's totals.
     Operand,
+    /// The parent is read by another process: the total goes there.
+    Elsewhere(Box<dyn FnOnce(Subtotal) + Send + Sync>),
 }
 
 /// What a completed directory hands to its parent.
@@ -82,6 +84,9 @@ pub struct Node {
     depth: u32,
     /// Where the directory comes in its parent's listing, its device and inode.
     position: u64,
+    /// du's order key of this directory, from the operand down, when its
+    /// parent is elsewhere (it starts every key below); empty otherwise.
+    key_above: Box<[u64]>,
     dev: u64,
     ino: u64,
     /// Kept only when a line is printed for it or its entries.
@@ -168,6 +173,24 @@ impl Node {
         Node::new(run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
     }
 
+    /// The node of a directory another process listed and handed over:
+    /// at `depth`, as `listed` there, `key` its own order key (its parent's
+    /// and its own place), its total going to `parent`.
+    pub fn adopted(
+        run: &'static Run,
+        path: &[u8],
+        depth: usize,
+        listed: Listed,
+        key: &[u64],
+        inode_sort: bool,
+        parent: Parent,
+    ) -> Node {
+        let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        let mut node = Node::new(run, parent, depth as u32, path, name, listed, inode_sort);
+        node.key_above = key.into();
+        node
+    }
+
     fn new(
         run: &'static Run,
         parent: Parent,
@@ -191,6 +214,7 @@ impl Node {
             parent: Some(parent),
             depth,
             position,
+            key_above: Box::default(),
             dev,
             ino,
             path: (depth as usize <= settings.max_depth).then(|| path.into()),
@@ -223,6 +247,12 @@ impl Node {
                 _ => return false,
             }
         }
+    }
+
+    /// Whether the operand's file system is one where fts sorts big
+    /// directories by inode.
+    pub fn inode_sort(&self) -> bool {
+        self.inode_sort
     }
 
     /// Levels below the operand (0: the operand).
@@ -309,6 +339,7 @@ impl Node {
             path.push(if parent.inode_sorted() { node.ino } else { node.position });
             node = parent;
         }
+        path.extend(node.key_above.iter().rev());
         path.reverse();
         path.into_boxed_slice()
     }
@@ -448,6 +479,10 @@ impl Drop for Node {
                 }
                 Parent::Operand => {
                     self.run.add_operand(&sub.name, sub.total, sub.tree, sub.detail);
+                    None
+                }
+                Parent::Elsewhere(send) => {
+                    send(sub);
                     None
                 }
             };

@@ -45,6 +45,20 @@ impl Operands {
         true
     }
 
+    /// The operands met inside an earlier one so far.
+    pub fn seen(&self) -> Vec<u32> {
+        (0..self.seen.len() as u32)
+            .filter(|&i| self.seen[i as usize].load(Relaxed))
+            .collect()
+    }
+
+    /// Operand `index` was met inside an earlier one (by another process).
+    pub fn mark_seen(&self, index: usize) {
+        if let Some(s) = self.seen.get(index) {
+            s.store(true, Relaxed);
+        }
+    }
+
     /// Whether an entry with this identity is counted in the current
     /// operand (it is not when it is an earlier operand).
     pub fn counts(&self, dev: u64, ino: u64) -> bool {

@@ -97,6 +97,12 @@ impl Run {
         }
     }
 
+    /// An operand's tree that another process completed (its total is
+    /// that process's to add).
+    pub fn add_root(&self, root: Root) {
+        self.trees.lock().unwrap_or_else(|e| e.into_inner()).push(root);
+    }
+
     /// What all operands added up to (`-c`).
     pub fn grand_total(&self) -> Usage {
         Usage {

@@ -6,6 +6,11 @@
 //! (they reach the visitor in chunks), directories by the filter (it needs
 //! their size before the engine opens them, and learns which ones could
 //! not be opened when their record is left unclaimed).
+//!
+//! The walk runs in this process ([`Alone`]) or shared with other ranks of
+//! an MPI job (`crate::ranks`): then a subdirectory handed to another rank
+//! takes its parent's place in du's order and the way back for its total
+//! with it (the filter's `export_state`, through `crate::relay`).
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -15,7 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder,
+    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Handover, ImportError, Metadata, Order, RawEntry,
+    Visitor, WalkBuilder,
 };
 
 use crate::exclude::Excludes;
@@ -25,6 +31,7 @@ use crate::node::{self, file_position, join, Node};
 use crate::operands::Operands;
 use crate::output::Output;
 use crate::progress::Progress;
+use crate::relay::{Arrival, Relay};
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
 use crate::tree::{Detail, TreeBuilder};
@@ -50,6 +57,41 @@ pub struct Scan {
     root_entered: AtomicBool,
     /// The operand's file system is one where fts sorts big directories by inode.
     inode_sort: AtomicBool,
+    /// Under MPI: where subdirectories handed to other ranks report back.
+    relay: Option<Arc<Relay>>,
+}
+
+/// How a walk is run: in this process, or shared with other processes
+/// (the ranks of an MPI job); see `WalkBuilder::visit`.
+pub trait Walker {
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V);
+}
+
+/// The walk in this process alone.
+pub struct Alone;
+
+impl Walker for Alone {
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        builder.visit(make, done);
+    }
+}
+
+/// What still holds directories once this process's part of a walk is
+/// over: the links of multiply-linked files, waiting for the verdict on
+/// which one counts, and the directories the workers held last.
+#[derive(Default)]
+pub struct Leftovers {
+    pub sightings: Vec<Sighting>,
+    pub held: Vec<Arc<Node>>,
 }
 
 impl Scan {
@@ -71,8 +113,25 @@ impl Scan {
             root_own: Mutex::new(None),
             root_entered: AtomicBool::new(false),
             inode_sort: AtomicBool::new(false),
+            relay: None,
             run: Run::new(settings, out),
         })
+    }
+
+    /// Subdirectories may be handed to other processes, through `relay`.
+    pub fn with_relay(mut self, relay: Arc<Relay>) -> Scan {
+        self.relay = Some(relay);
+        self
+    }
+
+    /// The inodes counted so far.
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+
+    /// The operands, and which were met inside others.
+    pub fn operands(&self) -> &Operands {
+        &self.operands
     }
 
     /// Whether an operand is left out by `--exclude`.
@@ -91,6 +150,12 @@ impl Scan {
         if hardlinks::counted_once(&run.settings, m.nlink) && !m.is_dir() && !self.links.first(m.dev, m.ino) {
             return;
         }
+        self.count_file(path, m);
+    }
+
+    /// An operand that is not a directory, whose link counts: its line.
+    pub fn count_file(&self, path: &[u8], m: &Metadata) {
+        let run = &self.run;
         let usage = run.usage(m);
         let mut line = Vec::new();
         run.line(&mut line, usage, path);
@@ -102,6 +167,19 @@ impl Scan {
 
     /// Walk an operand that is a directory, in parallel, and print its lines.
     pub fn scan_dir(&'static self, path: &[u8], m: &Metadata) {
+        let left = self.walk_dir(path, m, &Alone);
+        // Nodes holding a multiply-linked file wait for the verdict on
+        // which of its links came first; dropping the sightings lets them complete.
+        drop(left.held);
+        self.links.resolve(left.sightings);
+        if !self.entered() {
+            self.unread_operand(path);
+        }
+    }
+
+    /// Walk an operand that is a directory through `walker`: what this
+    /// process still holds when its part is over.
+    pub fn walk_dir(&'static self, path: &[u8], m: &Metadata, walker: &impl Walker) -> Leftovers {
         let settings = &self.run.settings;
         self.root_dev.store(m.dev, Relaxed);
         self.root_ino.store(m.ino, Relaxed);
@@ -122,21 +200,33 @@ impl Scan {
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
             .filter(Some(Arc::new(DuFilter { scan: self })));
-        let mut sightings = Vec::new();
-        walk.visit(|| DuVisitor::new(self), |v| sightings.extend(v.finish()));
-        // Nodes holding a multiply-linked file wait for the verdict on
-        // which of its links came first; dropping the sightings lets them complete.
-        self.links.resolve(sightings);
-        if !self.root_entered.load(Relaxed) {
-            // The operand could not be read: du still prints its own size.
-            if let Some((own, mut detail)) = self.root_own.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                let run = &self.run;
-                let mut line = Vec::new();
-                run.line(&mut line, own, path);
-                run.out.write(&line);
-                detail.flags |= Detail::READ_ERROR;
-                run.add_operand(path, own, settings.keeps_tree().then(TreeBuilder::default), detail);
-            }
+        let mut left = Leftovers::default();
+        walker.visit(
+            walk,
+            || DuVisitor::new(self),
+            |v| {
+                let (sightings, held) = v.finish();
+                left.sightings.extend(sightings);
+                left.held.extend(held);
+            },
+        );
+        left
+    }
+
+    /// Whether this process read the operand walked last.
+    pub fn entered(&self) -> bool {
+        self.root_entered.load(Relaxed)
+    }
+
+    /// The operand could not be read: du still prints its own size.
+    pub fn unread_operand(&self, path: &[u8]) {
+        if let Some((own, mut detail)) = self.root_own.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let run = &self.run;
+            let mut line = Vec::new();
+            run.line(&mut line, own, path);
+            run.out.write(&line);
+            detail.flags |= Detail::READ_ERROR;
+            run.add_operand(path, own, run.settings.keeps_tree().then(TreeBuilder::default), detail);
         }
     }
 }
@@ -164,6 +254,10 @@ struct DuFilter {
 impl EntryFilter for DuFilter {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
         let scan = self.scan;
+        if let Some(arrival) = parent.and_then(|p| p.downcast_ref::<Arrival>()) {
+            scan.progress.entries.fetch_add(1, Relaxed);
+            return Some(Arc::new(arrival.enter()));
+        }
         let parent = parent.and_then(|p| p.clone().downcast::<Node>().ok());
         let node = match parent {
             None => {
@@ -241,6 +335,19 @@ impl EntryFilter for DuFilter {
             descend: true,
         }
     }
+
+    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+        let relay = self.scan.relay.as_ref()?;
+        let parent = state.clone().downcast::<Node>().ok()?;
+        relay.hand_over(&parent, handover.name)
+    }
+
+    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+        let relay = self.scan.relay.as_ref().ok_or("fdu does not share this walk")?;
+        let h = handover;
+        let arrival = relay.receive(&self.scan.run, bytes, h.parent_path, h.parent_depth, h.name)?;
+        Ok(Arc::new(arrival))
+    }
 }
 
 /// Per worker thread: adds up the chunks of files, collects multiply-linked
@@ -267,9 +374,11 @@ impl DuVisitor {
         }
     }
 
-    fn finish(mut self) -> Vec<Sighting> {
-        self.let_go();
-        std::mem::take(&mut self.sightings)
+    /// The links set aside, and the directory held last (its file lines
+    /// written): whoever takes it lets it complete.
+    fn finish(mut self) -> (Vec<Sighting>, Option<Arc<Node>>) {
+        self.write_lines();
+        (std::mem::take(&mut self.sightings), self.node.take())
     }
 
     /// Let go of the current directory, its file lines printed before it.

@@ -19,13 +19,13 @@ fn modules_import_only_downwards() {
                 "progress",
             ],
             &["usage", "output"],
-            &["format"],
+            &["format", "wire"],
             &["cli", "view", "json", "run"],
-            &["ncdu"],
+            &["ncdu", "command"],
             &["node"],
-            &["hardlinks"],
+            &["hardlinks", "relay"],
             &["scan", "export"],
-            &["browse"],
+            &["ranks", "browse"],
         ],
     );
 }

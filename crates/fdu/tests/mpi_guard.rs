@@ -1,7 +1,7 @@
-//! fdu started by mpirun or srun as several tasks refuses in one line (on
-//! task 0) and exits 2, instead of printing the totals once per task (it
-//! does not run as an MPI job yet, whatever the build); started any other
-//! way, it runs.
+//! A build of fdu without the `mpi` feature started by mpirun or srun as
+//! several tasks refuses in one line (on task 0) and exits 2, instead of
+//! printing the totals once per task (`tests/mpi.rs` runs the build with
+//! it as a job); started any other way, either build runs.
 
 use std::process::{Command, Output};
 
@@ -18,9 +18,10 @@ fn fdu(env: &[(&str, &str)]) -> Output {
     cmd.envs(env.iter().copied()).output().unwrap()
 }
 
+#[cfg(not(feature = "mpi"))]
 #[test]
 fn started_as_several_mpi_tasks_it_refuses_in_one_line() {
-    let line = "fdu: started as 3 MPI tasks, but fdu does not run as an MPI job; run it as one task\n";
+    let line = "fdu: started as 3 MPI tasks, but this fdu was built without MPI support; rebuild with --features mpi\n";
     for (size, rank) in fnd_mpi::launch::VARIABLES {
         let out = fdu(&[(size, "3"), (rank, "0")]);
         assert_eq!(out.status.code(), Some(2), "{size}");

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use mpi::collective::{CommunicatorCollectives, Root};
-use mpi::datatype::PartitionMut;
+use mpi::datatype::{Partition, PartitionMut};
 use mpi::environment::Universe;
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::{Count, Threading};
@@ -166,6 +166,55 @@ impl World {
             .iter()
             .zip(&displs)
             .map(|(&n, &at)| all[at as usize..(at + n) as usize].to_vec())
+            .collect()
+    }
+}
+
+impl World {
+    /// Sends `to_each[r]` to rank `r`, and returns what each rank sent this
+    /// one, by rank: a personal exchange (`MPI_Alltoallv`), for work that
+    /// has an owner rank per item (fdu sends each hard link to the rank
+    /// that owns its inode). A collective call, as
+    /// [`broadcast`](Self::broadcast).
+    ///
+    /// # Panics
+    /// If `to_each` does not hold one buffer per rank, or what one rank
+    /// sends or receives in all reaches 2 GiB.
+    pub fn all_to_all(&self, to_each: &[Vec<u8>]) -> Vec<Vec<u8>> {
+        assert_eq!(to_each.len(), self.size, "one buffer per rank");
+        let world = SimpleCommunicator::world();
+        let offsets = |counts: &[Count]| -> Vec<Count> {
+            counts
+                .iter()
+                .scan(0 as Count, |at, &n| {
+                    let start = *at;
+                    *at = at.checked_add(n).expect("less than 2 GiB in one exchange");
+                    Some(start)
+                })
+                .collect()
+        };
+        let send_counts: Vec<Count> = to_each
+            .iter()
+            .map(|b| Count::try_from(b.len()).expect("less than 2 GiB to one rank"))
+            .collect();
+        let mut recv_counts = vec![0 as Count; self.size];
+        world.all_to_all_into(&send_counts[..], &mut recv_counts[..]);
+        let send_displs = offsets(&send_counts);
+        let recv_displs = offsets(&recv_counts);
+        // One byte more than the counts cover: Open MPI refuses an empty
+        // buffer (MPI_ERR_ARG) even when every count is 0.
+        let mut sent: Vec<u8> = to_each.concat();
+        sent.push(0);
+        let mut received = vec![0u8; recv_counts.iter().map(|&n| n as usize).sum::<usize>() + 1];
+        {
+            let partition = Partition::new(&sent[..], &send_counts[..], &send_displs[..]);
+            let mut into = PartitionMut::new(&mut received[..], &recv_counts[..], &recv_displs[..]);
+            world.all_to_all_varcount_into(&partition, &mut into);
+        }
+        recv_counts
+            .iter()
+            .zip(&recv_displs)
+            .map(|(&n, &at)| received[at as usize..(at + n) as usize].to_vec())
             .collect()
     }
 }
