@@ -44,8 +44,8 @@ use crossbeam_channel::Sender;
 use fnd_mpi::launch::Launched;
 use fnd_mpi::world::fatal;
 use fnd_mpi::{Handle, Job, Local, Stream, Tuning, World};
-use fnd_walk::ranks::{Hold, Ranks};
-use fnd_walk::{Metadata, Visitor, WalkBuilder};
+use fnd_walk::ranks::{Hold, OnRanks, Ranks};
+use fnd_walk::Metadata;
 
 use crate::cli::{self, Parsed};
 use crate::command;
@@ -53,7 +53,7 @@ use crate::hardlinks::{self, Ordered, Sighting};
 use crate::messages::report;
 use crate::output::Output;
 use crate::relay::{Courier, Relay};
-use crate::scan::{Leftovers, Scan, Walker};
+use crate::scan::{Leftovers, Scan};
 use crate::settings::{Follow, Settings};
 use crate::usage::Usage;
 use crate::wire::{self, Claim, RankEnd, Totals};
@@ -382,23 +382,6 @@ fn resolve_links(world: &World, scan: &Scan, sightings: &[Sighting]) -> Vec<usiz
         }
     }
     counted
-}
-
-/// The walk shared with the other ranks.
-struct OnRanks<'a> {
-    ranks: &'a Ranks,
-    handle: &'a Handle,
-}
-
-impl Walker for OnRanks<'_> {
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V),
-    {
-        builder.visit_ranks(self.ranks, self.handle, make, done);
-    }
 }
 
 /// Totals go to other ranks as the job's application messages.

@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Handover, ImportError, Metadata, Order, RawEntry,
-    Visitor, WalkBuilder,
+    Alone, Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Handover, ImportError, Metadata, Order,
+    RawEntry, Visitor, WalkBuilder, Walker,
 };
 
 use crate::exclude::Excludes;
@@ -59,30 +59,6 @@ pub struct Scan {
     inode_sort: AtomicBool,
     /// Under MPI: where subdirectories handed to other ranks report back.
     relay: Option<Arc<Relay>>,
-}
-
-/// How a walk is run: in this process, or shared with other processes
-/// (the ranks of an MPI job); see `WalkBuilder::visit`.
-pub trait Walker {
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V);
-}
-
-/// The walk in this process alone.
-pub struct Alone;
-
-impl Walker for Alone {
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V),
-    {
-        builder.visit(make, done);
-    }
 }
 
 /// What still holds directories once this process's part of a walk is

@@ -27,17 +27,16 @@ use std::time::Duration;
 use clap::Parser;
 use fnd_mpi::codec::{Reader, Writer as Encoder};
 use fnd_mpi::launch::Launched;
-use fnd_mpi::{Handle, Job, Stream, Tuning, World};
+use fnd_mpi::{Job, Stream, Tuning, World};
 use fnd_output::Writer;
-use fnd_walk::ranks::{RankCounts, Ranks};
-use fnd_walk::{Visitor, WalkBuilder};
+use fnd_walk::ranks::{OnRanks, RankCounts, Ranks};
 
 use crate::cli::{Cli, OrderArg};
 use crate::config::{Config, OutputEnv};
 use crate::error::{print_error, report_errors, Outcome, Report};
 use crate::forward::{Rank0Out, RankOutput};
 use crate::results::Sink;
-use crate::search::{self, Walker};
+use crate::search;
 
 /// Status of a command line refused under MPI.
 const REFUSED: u8 = 2;
@@ -183,23 +182,6 @@ impl RankResult {
             commands_ok: flags & 2 != 0,
             counts,
         })
-    }
-}
-
-/// The walk shared with the other ranks.
-struct OnRanks<'a> {
-    ranks: &'a Ranks,
-    handle: &'a Handle,
-}
-
-impl Walker for OnRanks<'_> {
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V),
-    {
-        builder.visit_ranks(self.ranks, self.handle, make, done);
     }
 }
 

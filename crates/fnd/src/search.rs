@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover, ImportError, Order,
-    RawEntry, Sort, Visitor, WalkBuilder,
+    Alone, Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover, ImportError,
+    Order, RawEntry, Sort, Visitor, WalkBuilder, Walker,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -52,32 +52,6 @@ pub struct Search {
     /// buffer fills: with `--max-results` under MPI, rank 0 counts them
     /// as they come and stops every rank when it has enough.
     pub flush_each_chunk: bool,
-}
-
-/// How the walk is run: by this process's threads ([`Threads`]), or
-/// shared with the other ranks of an MPI job.
-pub trait Walker {
-    /// Run `builder`'s walk with a visitor per thread from `make`, each
-    /// handed to `done` when its thread ends.
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V);
-}
-
-/// The walk on this process's threads alone.
-pub struct Threads;
-
-impl Walker for Threads {
-    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
-    where
-        V: Visitor,
-        M: Fn() -> V + Sync,
-        D: FnMut(V),
-    {
-        builder.visit(make, done);
-    }
 }
 
 /// A key of `--sort` that needs metadata.
@@ -269,7 +243,7 @@ impl Search {
 /// per walking thread, and one more for results held back at first).
 /// Whether they could be written is the writers' to tell.
 pub fn run<W: Emit + Send>(search: Search, writer: impl Fn() -> W + Sync) -> Outcome {
-    run_on(search, writer, &Threads)
+    run_on(search, writer, &Alone)
 }
 
 /// [`run`], the walk run by `walker`.

@@ -102,8 +102,9 @@
 //! 6. who reads what next: `schedule` (the serial orders, the thread pool,
 //!    and the seam where a scheduler spanning processes plugs in);
 //! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
-//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), and with the
-//!    feature `mpi`, `ranks` (one walk over the ranks of an MPI job).
+//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), `walker` ([`Walker`]:
+//!    a walk run here, [`Alone`], or over the ranks of an MPI job), and
+//!    with the feature `mpi`, `ranks` (one walk over the ranks of an MPI job).
 
 mod budget;
 mod builder;
@@ -129,6 +130,7 @@ mod schedule;
 mod settings;
 mod split;
 mod visit;
+mod walker;
 
 pub use builder::{cores, WalkBuilder, MAX_THREADS};
 pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
@@ -138,3 +140,4 @@ pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use settings::{Order, Sort};
 pub use visit::{Flow, Visitor};
+pub use walker::{Alone, Walker};

@@ -22,3 +22,25 @@
 //! the giving rank saw them.
 
 pub use crate::schedule::ranks::{Hold, RankCounts, Ranks};
+
+use crate::builder::WalkBuilder;
+use crate::visit::Visitor;
+use crate::walker::Walker;
+
+/// The walk shared with the other ranks of the job: each rank's part on
+/// its own threads ([`WalkBuilder::visit_ranks`]).
+pub struct OnRanks<'a> {
+    pub ranks: &'a Ranks,
+    pub handle: &'a fnd_mpi::Handle,
+}
+
+impl Walker for OnRanks<'_> {
+    fn visit<V, M, D>(&self, builder: WalkBuilder, make: M, done: D)
+    where
+        V: Visitor,
+        M: Fn() -> V + Sync,
+        D: FnMut(V),
+    {
+        builder.visit_ranks(self.ranks, self.handle, make, done);
+    }
+}

@@ -28,7 +28,8 @@ fn modules_import_only_downwards() {
             // The public face.
             &["hooks", "ignore"],
             &["builder"],
-            &["iter", "ranks", "fuzzing"],
+            &["iter", "walker"],
+            &["ranks", "fuzzing"],
         ],
     );
 }
