@@ -179,8 +179,23 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut dyn Write) -> Result<bo
             }
         }
     }
+    tree.sort_by_name();
     write_tree(&tree, out).map_err(|e| format!("write error: {}", error_text(&e)))?;
     Ok(complete)
+}
+
+impl Gathered {
+    /// Each directory's entries by name: the parallel walk gathers them in
+    /// whatever order its threads finish, and an export of the same tree
+    /// should read the same every time (and diff cleanly).
+    fn sort_by_name(&mut self) {
+        let names = &self.names;
+        let ranges: Vec<std::ops::Range<usize>> = self.items.iter().map(|i| i.name.clone()).collect();
+        for item in &mut self.items {
+            item.children
+                .sort_unstable_by(|&a, &b| names[ranges[a as usize].clone()].cmp(&names[ranges[b as usize].clone()]));
+        }
+    }
 }
 
 fn write_tree(tree: &Gathered, out: &mut dyn Write) -> std::io::Result<()> {

@@ -150,12 +150,13 @@ fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
     let mut cmd = Command::new(FDU);
     cmd.arg("-o").arg(&export).arg(&root);
     assert!(run(cmd, dir.path()).stdout.is_empty());
-    // Which link of a hard-linked file counts follows the export's order,
-    // which is the parallel walk's: totals are du's, per-directory lines
+    // Which link of a hard-linked file counts follows the export's order
+    // (entries by name), not du's: totals are du's, per-directory lines
     // may differ where links are.
     let cases: &[&[&str]] = &[&["-s"], &["-s", "-c"], &["-s", "-b"], &["-s", "--inodes"]];
     same_as_du(&export, &root, dir.path(), cases);
-    // To stdout, the same document but for its time stamp.
+    // To stdout, the same document but for its time stamp: entries come
+    // by name, whatever order the walk found them in.
     let stdout = Command::new(FDU).args(["-o", "-"]).arg(&root).output().unwrap();
     let without_stamp = |doc: &[u8]| {
         doc.split(|&b| b == b'}')
