@@ -15,7 +15,7 @@ use std::sync::Arc;
 use fnd_walk::meta::{stat_at, stat_fd, stat_path};
 use fnd_walk::{Chunk, FileType, Flow, RawEntry, Visitor, WalkBuilder};
 
-use crate::format::{ignore_bits, IndexWriter, Stamp, NO_DIR};
+use crate::format::{ignore_bits, Index, IndexWriter, Stamp};
 
 /// One directory's entries as the walk listed them.
 #[derive(Default)]
@@ -172,54 +172,68 @@ pub fn stamp_of(path: &[u8]) -> Stamp {
 }
 
 /// Where a directory's entries come from when an index is written.
-pub enum Source<'a> {
-    /// A fresh listing.
-    Listed(&'a Listing),
-    /// Something else (an old index): the entries, and for each
-    /// subdirectory, the source of its own (`None`: list it fresh by path).
-    Kept(Stamp, Vec<(&'a [u8], FileType, Option<u32>)>),
+pub enum Source {
+    /// The listing of the directory at this path; with the stamp its
+    /// parent's listing took.
+    Listed(Vec<u8>, Option<Stamp>),
+    /// A row of the old index, unchanged.
+    Kept(u32),
 }
 
-/// An entry on its way to the file: name, type, the row its directory is
-/// kept from, the stamp its listing took.
-type ToWrite<'a> = (&'a [u8], FileType, Option<u32>, Option<Stamp>);
+/// What an index is brought up to date from: the old index, the rows
+/// listed again (by path) and the unchanged directories below listed
+/// ones (by path: the listing pruned them).
+pub struct Old<'a> {
+    pub index: Index<'a>,
+    pub relisted: HashMap<u32, Vec<u8>>,
+    pub kept: Arc<HashMap<Vec<u8>, u32>>,
+}
 
-/// Write the index of `root` (a real path; about `size`: directories,
-/// entries, bytes of names), the directory at each path
-/// found through `source` (given the path, and the row `Source::Kept`
-/// gave it, if any; the root's is 0).
-pub fn write<'a>(
-    root: &[u8],
-    built_at: i64,
-    size: (usize, usize, usize),
-    mut source: impl FnMut(&[u8], Option<u32>) -> Source<'a>,
-) -> Vec<u8> {
-    let mut w = IndexWriter::new(root, built_at);
-    w.reserve(size.0, size.1, size.2);
+/// Write the directories breadth-first from `root` into `w`: listed ones
+/// from `listings`, kept ones from `old`.
+pub fn write(mut w: IndexWriter, listings: &Listings, root: Source, old: Option<&Old<'_>>) -> Vec<u8> {
+    let empty = Listing::default();
     let mut queue = std::collections::VecDeque::new();
-    queue.push_back((root.to_vec(), Some(0), None));
-    let mut next_row = 1u32;
-    while let Some((path, kept, listed_stamp)) = queue.pop_front() {
-        let (stamp, entries): (Stamp, Vec<ToWrite<'_>>) = match source(&path, kept) {
-            Source::Listed(l) => (
-                listed_stamp.or(l.stamp).unwrap_or_else(|| stamp_of(&path)),
-                l.sorted().into_iter().map(|(n, t, s)| (n, t, None, s)).collect(),
-            ),
-            Source::Kept(stamp, entries) => (stamp, entries.into_iter().map(|(n, t, k)| (n, t, k, None)).collect()),
-        };
-        w.add_dir(stamp, ignore_bits(entries.iter().map(|e| e.0)));
-        for (name, t, kept, child_stamp) in entries {
-            if t == FileType::Dir {
-                let mut child = path.clone();
-                if !child.ends_with(b"/") {
-                    child.push(b'/');
+    queue.push_back(root);
+    while let Some(source) = queue.pop_front() {
+        match source {
+            Source::Listed(path, stamp) => {
+                let l = listings.get(&path).unwrap_or(&empty);
+                let entries = l.sorted();
+                let stamp = stamp.or(l.stamp).unwrap_or_else(|| stamp_of(&path));
+                w.add_dir(stamp, ignore_bits(entries.iter().map(|e| e.0)));
+                for (name, t, child_stamp) in entries {
+                    w.add_entry(name, t);
+                    if t == FileType::Dir {
+                        let mut child = path.clone();
+                        if !child.ends_with(b"/") {
+                            child.push(b'/');
+                        }
+                        child.extend_from_slice(name);
+                        queue.push_back(match old.and_then(|o| o.kept.get(&child)) {
+                            Some(&row) => Source::Kept(row),
+                            None => Source::Listed(child, child_stamp),
+                        });
+                    }
                 }
-                child.extend_from_slice(name);
-                queue.push_back((child, kept, child_stamp));
-                w.add_entry(name, t, next_row);
-                next_row += 1;
-            } else {
-                w.add_entry(name, t, NO_DIR);
+            }
+            Source::Kept(row) => {
+                let Some(old) = old else { continue };
+                let dir = old.index.dir(row);
+                w.add_dir(dir.stamp(), dir.ignore_files());
+                for (id, t, child) in dir.raw_entries() {
+                    w.add_entry_id(id, t);
+                    if t == FileType::Dir {
+                        queue.push_back(match child {
+                            Some(c) => match old.relisted.get(&c) {
+                                Some(path) => Source::Listed(path.clone(), None),
+                                None => Source::Kept(c),
+                            },
+                            // Not a row (a damaged index): read it afresh next time.
+                            None => Source::Listed(Vec::new(), Some(Stamp::default())),
+                        });
+                    }
+                }
             }
         }
     }
@@ -253,9 +267,9 @@ pub fn now() -> i64 {
 /// ```
 pub fn build(root: &Path, threads: usize) -> Vec<u8> {
     let listings = list(&[root.to_path_buf()], threads, None);
-    let empty = Listing::default();
-    let size = sizes(&listings);
-    write(root.as_os_str().as_bytes(), now(), size, |path, _| {
-        Source::Listed(listings.get(path).unwrap_or(&empty))
-    })
+    let (dirs, entries, names) = sizes(&listings);
+    let root = root.as_os_str().as_bytes();
+    let mut w = IndexWriter::new(root, now());
+    w.reserve(dirs, entries, names);
+    write(w, &listings, Source::Listed(root.to_vec(), None), None)
 }

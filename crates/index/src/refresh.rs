@@ -12,27 +12,25 @@ use std::sync::Arc;
 
 use fnd_walk::meta::stat_path;
 
-use crate::build::{list, now, write, Listing, Skip, Source};
-use crate::format::{Index, Stamp};
+use crate::build::{list, now, write, Old, Skip, Source};
+use crate::format::{Index, IndexWriter, Stamp};
 
-/// The directories' paths, by row (rows are breadth-first, so a parent's
-/// path is known before its children's).
-fn dir_paths(index: &Index<'_>) -> Vec<Vec<u8>> {
-    let mut paths: Vec<Vec<u8>> = vec![Vec::new(); index.dir_count()];
-    paths[0] = index.root().to_vec();
-    for row in 0..index.dir_count() as u32 {
-        for e in index.dir(row).entries() {
-            if let Some(child) = e.dir {
-                let mut p = paths[row as usize].clone();
-                if !p.ends_with(b"/") {
-                    p.push(b'/');
-                }
-                p.extend_from_slice(e.name);
-                paths[child as usize] = p;
-            }
-        }
+/// The path of directory `row`, from its parents' names.
+fn path_of(index: &Index<'_>, row: u32) -> Vec<u8> {
+    let mut names = Vec::new();
+    let mut r = row;
+    while let Some((parent, entry)) = index.parent(r) {
+        names.push(index.name(index.entry(entry).0));
+        r = parent;
     }
-    paths
+    let mut path = index.root().to_vec();
+    for name in names.iter().rev() {
+        if !path.ends_with(b"/") {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+    }
+    path
 }
 
 /// Which rows' stamps differ from the directory now at their path.
@@ -182,46 +180,43 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
             changed: 0,
         });
     }
-    let paths = dir_paths(index);
     // Walk from each changed directory whose parent is not read again
     // anyway; prune there the unchanged subdirectories, kept as they are.
     let mut roots = Vec::new();
-    let mut keep: HashMap<Vec<u8>, u32> = HashMap::new();
+    let mut relisted = HashMap::new();
+    let mut kept = HashMap::new();
     if changed[0] {
-        roots.push(PathBuf::from(OsStr::from_bytes(&paths[0])));
+        roots.push(PathBuf::from(OsStr::from_bytes(index.root())));
     }
-    for row in 0..index.dir_count() {
-        for e in index.dir(row as u32).entries() {
-            let Some(child) = e.dir else { continue };
-            let c = child as usize;
-            if changed[c] && !changed[row] {
-                roots.push(PathBuf::from(OsStr::from_bytes(&paths[c])));
-            } else if !changed[c] && changed[row] {
-                keep.insert(paths[c].clone(), child);
-            }
+    for row in (0..index.dir_count()).filter(|&r| changed[r]) {
+        if row != 0 && !index.parent(row as u32).is_some_and(|(p, _)| changed[p as usize]) {
+            let path = path_of(index, row as u32);
+            roots.push(PathBuf::from(OsStr::from_bytes(&path)));
+            relisted.insert(row as u32, path);
+        }
+        for child in index.dir(row as u32).children().filter(|&c| !changed[c as usize]) {
+            kept.insert(path_of(index, child), child);
         }
     }
-    let keep = Arc::new(keep);
+    let kept = Arc::new(kept);
     let skip = {
-        let keep = keep.clone();
-        Arc::new(move |p: &[u8]| keep.contains_key(p)) as Skip
+        let kept = kept.clone();
+        Arc::new(move |p: &[u8]| kept.contains_key(p)) as Skip
     };
     let listings = list(&roots, threads, Some(skip));
-    let empty = Listing::default();
-    let size = (index.dir_count(), index.entry_count(), index.names_len());
-    let bytes = write(index.root(), now(), size, |path, kept| {
-        let kept = kept.or_else(|| keep.get(path).copied());
-        match kept {
-            Some(row) if !changed[row as usize] => {
-                let dir = index.dir(row);
-                Source::Kept(
-                    dir.stamp(),
-                    dir.entries().map(|e| (e.name, e.file_type, e.dir)).collect(),
-                )
-            }
-            _ => Source::Listed(listings.get(path).unwrap_or(&empty)),
-        }
-    });
+    let old = Old {
+        index: *index,
+        relisted,
+        kept,
+    };
+    let root = if changed[0] {
+        Source::Listed(index.root().to_vec(), None)
+    } else {
+        Source::Kept(0)
+    };
+    let mut w = IndexWriter::with_names_of(index, now());
+    w.reserve(index.dir_count(), index.entry_count(), 0);
+    let bytes = write(w, &listings, root, Some(&old));
     Ok(Refresh {
         bytes: Some(bytes),
         changed: n_changed,
