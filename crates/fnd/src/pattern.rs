@@ -28,6 +28,9 @@ pub struct NameMatcher {
     extensions: Option<Extensions>,
     /// With `-p`: the working directory, prepended to relative paths.
     pub full_path_base: Option<Vec<u8>>,
+    /// Byte strings, in ASCII lowercase, one of which every matching
+    /// name holds (in either ASCII case), when the patterns tell.
+    literals: Option<Vec<Vec<u8>>>,
 }
 
 /// One pattern: spelled out when it can be, else a regex.
@@ -157,14 +160,22 @@ impl NameMatcher {
                 Ok(Pattern::Regex(regex, hir.as_ref().and_then(|hir| Endings::of([hir]))))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let extensions = if extensions.is_empty() {
+        let ext_sources: Vec<String> = extensions
+            .iter()
+            .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
+            .collect();
+        let hirs: Option<Vec<Hir>> = ext_sources.iter().map(|s| parse_with(s, true, false)).collect();
+        // All patterns must match, so the literals of any one do; else
+        // one extension must, so those of all of them.
+        let literals = sources
+            .iter()
+            .filter(|s| !s.is_empty())
+            .find_map(|s| parse_with(s, !case_sensitive, true).and_then(|h| literals_of([&h])))
+            .or_else(|| hirs.as_deref().filter(|h| !h.is_empty()).and_then(literals_of));
+        let extensions = if ext_sources.is_empty() {
             None
         } else {
-            let sources: Vec<String> = extensions
-                .iter()
-                .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
-                .collect();
-            let hirs: Option<Vec<Hir>> = sources.iter().map(|s| parse_with(s, true, false)).collect();
+            let sources = ext_sources;
             let spelled: Option<Vec<Spelled>> = hirs
                 .as_ref()
                 .and_then(|hirs| hirs.iter().map(|hir| Spelled::of(hir, true)).collect());
@@ -183,7 +194,16 @@ impl NameMatcher {
             patterns,
             extensions,
             full_path_base,
+            literals,
         })
+    }
+
+    /// Byte strings, in ASCII lowercase, one of which every name that
+    /// matches holds (in either ASCII case); `None` when the patterns do
+    /// not tell, or match paths (`-p`). A table of names can be searched
+    /// for them instead of matching every name.
+    pub fn literals(&self) -> Option<&[Vec<u8>]> {
+        self.literals.as_deref().filter(|_| self.full_path_base.is_none())
     }
 
     /// True when every name matches (no pattern, no extension).
@@ -211,6 +231,23 @@ impl NameMatcher {
             Extensions::Regex(set, endings) => endings.as_ref().is_none_or(|e| e.admit(name)) && set.is_match(name),
         })
     }
+}
+
+/// The literals of `hirs` (one of which every match of any of them
+/// holds), in ASCII lowercase: their prefixes, else their suffixes; `None`
+/// when one can match without any.
+fn literals_of<'a>(hirs: impl IntoIterator<Item = &'a Hir> + Clone) -> Option<Vec<Vec<u8>>> {
+    [ExtractKind::Prefix, ExtractKind::Suffix].into_iter().find_map(|kind| {
+        let mut out = Vec::new();
+        for hir in hirs.clone() {
+            let seq = Extractor::new().kind(kind.clone()).extract(hir);
+            let literals = seq.literals().filter(|l| l.iter().all(|l| !l.is_empty()))?;
+            out.extend(literals.iter().map(|l| l.as_bytes().to_ascii_lowercase()));
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    })
 }
 
 /// The endings one of which every match must have, for patterns that only

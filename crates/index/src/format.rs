@@ -635,6 +635,42 @@ impl<'a> Index<'a> {
         })
     }
 
+    /// The name table's bytes: each name after its length (LEB128), in id
+    /// order. Searching them for a string finds the names holding it at
+    /// once (see [`name_holding`](Self::name_holding)).
+    pub fn name_table(&self) -> &'a [u8] {
+        self.names
+    }
+
+    /// The name holding byte `at` of the [`name_table`](Self::name_table)
+    /// (its length counts as its own): its id, itself, and where the next starts.
+    pub fn name_holding(&self, at: usize) -> Option<(u32, &'a [u8], usize)> {
+        let blocks = self.name_index.len() / 4;
+        let (mut lo, mut hi) = (0, blocks);
+        // The last block starting at or before `at`.
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if u32_le(self.name_index, mid * 4) as usize <= at {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut start = u32_le(self.name_index, lo * 4) as usize;
+        for k in 0..NAME_BLOCK {
+            let id = (lo * NAME_BLOCK + k) as u32;
+            if id >= self.name_count {
+                break;
+            }
+            let (name, next) = name_at(self.names, start)?;
+            if at < next {
+                return Some((id, name, next));
+            }
+            start = next;
+        }
+        None
+    }
+
     /// Entry `e` (below [`entry_count`](Self::entry_count)): its name's id and its type.
     pub fn entry(&self, e: usize) -> (u32, FileType) {
         let w = u32_le(self.entries, e * 4);
@@ -833,6 +869,15 @@ mod tests {
         let bytes = w.finish();
         let index = Index::parse(&bytes).unwrap();
         assert_eq!(index.name(19).len(), 301);
+        let table = index.name_table();
+        let at = table.len() - 1;
+        assert_eq!(
+            index.name_holding(at).map(|(id, _, end)| (id, end)),
+            Some((19, table.len()))
+        );
+        assert_eq!(index.name_holding(table.len()), None);
+        let (id, name, _) = index.name_holding(305).unwrap();
+        assert_eq!((id, name.len()), (1, 301));
         assert_eq!(index.names().count(), 20);
     }
 
