@@ -223,7 +223,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
         kept,
     };
     let root = if changed[0] {
-        Source::Listed(index.root().to_vec(), None)
+        Source::Listed(index.root().to_vec())
     } else {
         Source::Kept(0)
     };
