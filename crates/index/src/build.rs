@@ -48,6 +48,28 @@ pub type Listings = HashMap<Vec<u8>, Listing, rustc_hash::FxBuildHasher>;
 
 struct Collect {
     listings: Listings,
+    /// Which listing this is (see [`Entered::walk`]).
+    walk: u64,
+}
+
+/// The directory a reading thread entered last, with its stamp; and
+/// those it found empty. A thread reads one directory at a time, entering
+/// it ([`Stamper`]), then visiting its chunks ([`Collect`]), so a directory
+/// entered and never visited before the next is empty: its stamp is kept
+/// here (27k of million's 140k directories are empty; a stat of each by
+/// path was 8% of a build).
+#[derive(Default)]
+struct Entered {
+    /// The listing it belongs to: a thread may serve several in turn.
+    walk: u64,
+    path: Vec<u8>,
+    stamp: Option<Stamp>,
+    visited: bool,
+    empty: Vec<(Vec<u8>, Stamp)>,
+}
+
+thread_local! {
+    static ENTERED: std::cell::RefCell<Entered> = std::cell::RefCell::default();
 }
 
 impl Visitor for Collect {
@@ -57,12 +79,25 @@ impl Visitor for Collect {
             Some(p) if !p.is_empty() => p,
             _ => prefix,
         };
+        let stamp = ENTERED.with_borrow_mut(|entered| {
+            if entered.walk != self.walk {
+                return None;
+            }
+            for (path, stamp) in entered.empty.drain(..) {
+                self.listings.entry(path).or_default().stamp = Some(stamp);
+            }
+            // Not the directory this thread entered: a part of a large one.
+            (entered.path == path).then(|| {
+                entered.visited = true;
+                entered.stamp
+            })
+        });
         let listing = match self.listings.get_mut(path) {
             Some(l) => l,
             None => self.listings.entry(path.to_vec()).or_default(),
         };
         if listing.stamp.is_none() {
-            listing.stamp = chunk.filter_state().and_then(|s| s.downcast_ref::<Stamp>()).copied();
+            listing.stamp = stamp.flatten();
         }
         for e in chunk.iter() {
             listing.push(e.name_bytes(), e.file_type());
@@ -77,14 +112,32 @@ pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 /// The walk's filter for a listing: each directory's stamp, from an
 /// `fstat` of the descriptor the walk has just opened, before it reads it
 /// (an `fstatat` of each subdirectory from its parent, a path lookup each,
-/// was a seventh of a build); and the directories left out.
+/// was a seventh of a build), handed to [`Collect`] through [`ENTERED`];
+/// and the directories left out.
 struct Stamper {
     skip: Option<Skip>,
+    walk: u64,
 }
 
 impl EntryFilter for Stamper {
     fn enter(&self, dir: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        stat_fd(dir.fd).ok().map(|m| Arc::new(Stamp::from(&m)) as FilterState)
+        let stamp = stat_fd(dir.fd).ok().map(|m| Stamp::from(&m));
+        ENTERED.with_borrow_mut(|entered| {
+            if entered.walk != self.walk {
+                *entered = Entered {
+                    walk: self.walk,
+                    ..Entered::default()
+                };
+            }
+            if let (false, Some(stamp)) = (entered.visited, entered.stamp) {
+                entered.empty.push((entered.path.clone(), stamp));
+            }
+            entered.path.clear();
+            entered.path.extend_from_slice(dir.path);
+            entered.stamp = stamp;
+            entered.visited = false;
+        });
+        None
     }
 
     fn decide(&self, _: Option<&FilterState>, e: &RawEntry<'_>) -> Decision {
@@ -107,6 +160,8 @@ impl EntryFilter for Stamper {
 /// List `roots` and every directory below them, except those `skip`
 /// names (by path), with `threads` walking threads.
 pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
+    static WALKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = WALKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
         walk = walk.add_root(root);
@@ -115,11 +170,12 @@ pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
         .threads(threads)
         .min_depth(1)
         .lenient(true)
-        .filter(Some(Arc::new(Stamper { skip })));
+        .filter(Some(Arc::new(Stamper { skip, walk: id })));
     let mut all = Listings::default();
     walk.visit(
         || Collect {
             listings: Listings::default(),
+            walk: id,
         },
         |c| {
             if all.is_empty() {
@@ -252,4 +308,30 @@ pub fn build(root: &Path, threads: usize) -> Vec<u8> {
     let mut w = IndexWriter::new(root, now());
     w.reserve(dirs, entries, names);
     write(w, &listings, Source::Listed(root.to_vec()), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every directory's stamp is its own, empty ones (never visited) too,
+    /// however many listings the threads served before.
+    #[test]
+    fn every_directory_has_its_stamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["a/empty", "b", "c/d/e"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("b/f"), "").unwrap();
+        for _ in 0..3 {
+            let bytes = build(&root, 2);
+            let index = Index::parse(&bytes).unwrap();
+            for d in ["", "a", "a/empty", "b", "c", "c/d", "c/d/e"] {
+                let row = index.find(d.as_bytes()).unwrap();
+                let real = stamp_of(root.join(d).as_os_str().as_bytes());
+                assert_eq!(index.dir(row).stamp(), real, "{d}");
+            }
+        }
+    }
 }
