@@ -17,9 +17,12 @@ pub fn matching_names(index: &Index<'_>, selection: &Selection) -> Option<Vec<bo
         return None;
     }
     let mut matched = vec![false; index.name_count()];
-    let literals = selection
-        .name_literals()
-        .and_then(|l| AhoCorasick::builder().ascii_case_insensitive(true).build(l).ok());
+    let literals = selection.name_literals().and_then(|l| {
+        AhoCorasick::builder()
+            .ascii_case_insensitive(l.ascii_case_insensitive)
+            .build(&l.strings)
+            .ok()
+    });
     match literals {
         Some(ac) => {
             let table = index.name_table();

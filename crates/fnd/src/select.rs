@@ -118,7 +118,7 @@ impl Selection {
     }
 
     /// See [`NameMatcher::literals`].
-    pub fn name_literals(&self) -> Option<&[Vec<u8>]> {
+    pub fn name_literals(&self) -> Option<&crate::pattern::Literals> {
         self.matcher.literals()
     }
 }

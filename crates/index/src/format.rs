@@ -544,12 +544,13 @@ impl<'a> Index<'a> {
             }
             last = (first, child);
         }
-        let max_id = self
-            .entries
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) & ID_MASK)
-            .max();
-        if max_id.is_some_and(|id| id >= self.name_count) {
+        // Branch-free, so it runs on SIMD: ids are below 2^28, so signed
+        // 32-bit compares (all SSE2 has) do.
+        let n = self.name_count as i32;
+        let bad = self.entries.chunks_exact(4).fold(false, |bad, c| {
+            bad | ((u32::from_le_bytes(c.try_into().unwrap()) & ID_MASK) as i32 >= n)
+        });
+        if bad {
             return Err(FormatError::Corrupt("name out of range"));
         }
         let mut at = 0;
@@ -684,6 +685,15 @@ impl<'a> Index<'a> {
             .chunks_exact(4)
             .map(|c| u32::from_le_bytes(c.try_into().unwrap()) & ID_MASK)
     }
+
+    /// The entries' table: a little-endian u32 each, the name id in its
+    /// low 28 bits (for scans that want every entry at SIMD speed).
+    pub fn entry_words(&self) -> &'a [u8] {
+        self.entries
+    }
+
+    /// The low bits of an [`entry_words`](Self::entry_words) word that are its name id.
+    pub const ID_MASK: u32 = ID_MASK;
 
     /// The row of the directory holding entry `e`.
     pub fn dir_of_entry(&self, e: usize) -> u32 {
