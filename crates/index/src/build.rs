@@ -13,41 +13,36 @@ use std::sync::Arc;
 use fnd_walk::meta::{stat_fd, stat_path};
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
 
-use crate::format::{ignore_bits, Index, IndexWriter, Stamp};
+use crate::format::{ignore_bits, Index, IndexWriter, NameTable, Stamp};
 
-/// One directory's entries as the walk listed them.
+/// One directory's entries as the walk listed them: name ids (in the
+/// listing's [`NameTable`]) and types, as listed (sorting each directory
+/// was a tenth of a build's serial part).
 #[derive(Default)]
 pub struct Listing {
     pub stamp: Option<Stamp>,
-    names: Vec<u8>,
-    /// (end of the name in `names`, type).
+    /// The [`IGNORE_FILES`](crate::format::IGNORE_FILES) it holds.
+    ignore_files: u32,
     entries: Vec<(u32, FileType)>,
-}
-
-impl Listing {
-    fn push(&mut self, name: &[u8], file_type: FileType) {
-        self.names.extend_from_slice(name);
-        self.entries.push((self.names.len() as u32, file_type));
-    }
-
-    /// The entries as listed. (Not sorted: sorting each directory was a
-    /// tenth of a build's serial part.)
-    pub fn entries(&self) -> impl Iterator<Item = (&[u8], FileType)> + '_ {
-        let mut start = 0;
-        self.entries.iter().map(move |&(end, t)| {
-            let name = &self.names[start..end as usize];
-            start = end as usize;
-            (name, t)
-        })
-    }
 }
 
 /// Listings by directory path (the walk's prefix without its `/`), hashed
 /// eight bytes at a time (FNV-1a, a byte at a time, was 6% of a build).
 pub type Listings = HashMap<Vec<u8>, Listing, rustc_hash::FxBuildHasher>;
 
+/// What a listing found: each directory's entries, by path, and their
+/// names. Each reading thread gives its names ids of its own as it lists
+/// them, in parallel; the tables are merged once at the end (interning
+/// every entry's name when the index was written was most of a build's
+/// serial part).
+#[derive(Default)]
+pub struct Listed {
+    pub listings: Listings,
+    pub names: NameTable,
+}
+
 struct Collect {
-    listings: Listings,
+    listed: Listed,
     /// Which listing this is (see [`Entered::walk`]).
     walk: u64,
 }
@@ -84,7 +79,7 @@ impl Visitor for Collect {
                 return None;
             }
             for (path, stamp) in entered.empty.drain(..) {
-                self.listings.entry(path).or_default().stamp = Some(stamp);
+                self.listed.listings.entry(path).or_default().stamp = Some(stamp);
             }
             // Not the directory this thread entered: a part of a large one.
             (entered.path == path).then(|| {
@@ -92,15 +87,20 @@ impl Visitor for Collect {
                 entered.stamp
             })
         });
-        let listing = match self.listings.get_mut(path) {
+        let Listed { listings, names } = &mut self.listed;
+        let listing = match listings.get_mut(path) {
             Some(l) => l,
-            None => self.listings.entry(path.to_vec()).or_default(),
+            None => listings.entry(path.to_vec()).or_default(),
         };
         if listing.stamp.is_none() {
             listing.stamp = stamp.flatten();
         }
         for e in chunk.iter() {
-            listing.push(e.name_bytes(), e.file_type());
+            let name = e.name_bytes();
+            if name.starts_with(b".") {
+                listing.ignore_files |= ignore_bits([name]);
+            }
+            listing.entries.push((names.intern(name), e.file_type()));
         }
         Flow::Continue
     }
@@ -159,40 +159,48 @@ impl EntryFilter for Stamper {
 
 /// List `roots` and every directory below them, except those `skip`
 /// names (by path), with `threads` walking threads.
-pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listings {
+pub fn list(roots: &[PathBuf], threads: usize, skip: Option<Skip>) -> Listed {
     static WALKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let id = WALKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
         walk = walk.add_root(root);
     }
+    // No more workers than threads: a pool that grows while reads wait
+    // took the page faults of the listings for waits and grew to 128
+    // workers, and a build of million ran on 1.05 cores (1.45 without).
     walk = walk
         .threads(threads)
+        .io_depth(threads)
         .min_depth(1)
         .lenient(true)
         .filter(Some(Arc::new(Stamper { skip, walk: id })));
-    let mut all = Listings::default();
+    let mut all = Listed::default();
     walk.visit(
         || Collect {
-            listings: Listings::default(),
+            listed: Listed::default(),
             walk: id,
         },
         |c| {
-            if all.is_empty() {
-                all = c.listings;
+            let c = c.listed;
+            if all.listings.is_empty() {
+                all = c;
                 return;
             }
-            all.reserve(c.listings.len());
-            for (path, listing) in c.listings {
-                match all.get_mut(&path) {
+            let ids: Vec<u32> = c.names.iter().map(|n| all.names.intern(n)).collect();
+            all.listings.reserve(c.listings.len());
+            for (path, mut listing) in c.listings {
+                for e in &mut listing.entries {
+                    e.0 = ids[e.0 as usize];
+                }
+                match all.listings.get_mut(&path) {
                     None => {
-                        all.insert(path, listing);
+                        all.listings.insert(path, listing);
                     }
                     Some(l) => {
                         // One directory in chunks read by several threads.
-                        for (name, t) in listing.entries() {
-                            l.push(name, t);
-                        }
+                        l.entries.extend_from_slice(&listing.entries);
+                        l.ignore_files |= listing.ignore_files;
                         l.stamp = l.stamp.or(listing.stamp);
                     }
                 }
@@ -217,6 +225,12 @@ pub enum Source {
     Kept(u32),
 }
 
+/// A directory waiting to be written: where its path is, or its old row.
+enum Queued {
+    Listed(std::ops::Range<usize>),
+    Kept(u32),
+}
+
 /// What an index is brought up to date from: the old index, the rows
 /// listed again (by path) and the unchanged directories below listed
 /// ones (by path: the listing pruned them).
@@ -227,46 +241,60 @@ pub struct Old<'a> {
 }
 
 /// Write the directories breadth-first from `root` into `w`: listed ones
-/// from `listings`, kept ones from `old`.
-pub fn write(mut w: IndexWriter, listings: &Listings, root: Source, old: Option<&Old<'_>>) -> Vec<u8> {
+/// from `listed` (`ids`: the writer's id for each of its names, when not
+/// the same), kept ones from `old`.
+pub fn write(mut w: IndexWriter, listed: &Listed, ids: Option<&[u32]>, root: Source, old: Option<&Old<'_>>) -> Vec<u8> {
     let empty = Listing::default();
+    // The paths of the directories queued, one after another: no
+    // allocation per directory.
+    let mut paths = Vec::new();
     let mut queue = std::collections::VecDeque::new();
-    queue.push_back(root);
+    queue.push_back(match root {
+        Source::Listed(path) => {
+            paths.extend_from_slice(&path);
+            Queued::Listed(0..paths.len())
+        }
+        Source::Kept(row) => Queued::Kept(row),
+    });
     while let Some(source) = queue.pop_front() {
         match source {
-            Source::Listed(path) => {
-                let l = listings.get(&path).unwrap_or(&empty);
-                let stamp = l.stamp.unwrap_or_else(|| stamp_of(&path));
-                w.add_dir(stamp, ignore_bits(l.entries().map(|e| e.0)));
-                for (name, t) in l.entries() {
-                    w.add_entry(name, t);
+            Queued::Listed(at) => {
+                let l = listed.listings.get(&paths[at.clone()]).unwrap_or(&empty);
+                let stamp = l.stamp.unwrap_or_else(|| stamp_of(&paths[at.clone()]));
+                w.add_dir(stamp, l.ignore_files);
+                for &(id, t) in &l.entries {
+                    w.add_entry_id(ids.map_or(id, |ids| ids[id as usize]), t);
                     if t == FileType::Dir {
-                        let mut child = path.clone();
-                        if !child.ends_with(b"/") {
-                            child.push(b'/');
+                        let start = paths.len();
+                        paths.extend_from_within(at.clone());
+                        if !paths.ends_with(b"/") {
+                            paths.push(b'/');
                         }
-                        child.extend_from_slice(name);
-                        queue.push_back(match old.and_then(|o| o.kept.get(&child)) {
-                            Some(&row) => Source::Kept(row),
-                            None => Source::Listed(child),
+                        paths.extend_from_slice(listed.names.name(id));
+                        let child = start..paths.len();
+                        queue.push_back(match old.and_then(|o| o.kept.get(&paths[child.clone()])) {
+                            Some(&row) => Queued::Kept(row),
+                            None => Queued::Listed(child),
                         });
                     }
                 }
             }
-            Source::Kept(row) => {
+            Queued::Kept(row) => {
                 let Some(old) = old else { continue };
                 let dir = old.index.dir(row);
                 w.add_dir(dir.stamp(), dir.ignore_files());
                 for (id, t, child) in dir.raw_entries() {
                     w.add_entry_id(id, t);
                     if t == FileType::Dir {
-                        queue.push_back(match child {
-                            Some(c) => match old.relisted.get(&c) {
-                                Some(path) => Source::Listed(path.clone()),
-                                None => Source::Kept(c),
-                            },
+                        queue.push_back(match child.map(|c| (c, old.relisted.get(&c))) {
+                            Some((_, Some(path))) => {
+                                let start = paths.len();
+                                paths.extend_from_slice(path);
+                                Queued::Listed(start..paths.len())
+                            }
+                            Some((c, None)) => Queued::Kept(c),
                             // Not a row (a damaged index): read it afresh next time.
-                            None => Source::Listed(Vec::new()),
+                            None => Queued::Listed(0..0),
                         });
                     }
                 }
@@ -274,13 +302,6 @@ pub fn write(mut w: IndexWriter, listings: &Listings, root: Source, old: Option<
         }
     }
     w.finish()
-}
-
-/// Directories, entries and bytes of names in `listings`.
-pub fn sizes(listings: &Listings) -> (usize, usize, usize) {
-    listings.values().fold((listings.len(), 0, 0), |(d, e, n), l| {
-        (d, e + l.entries.len(), n + l.names.len())
-    })
 }
 
 /// Seconds since the epoch.
@@ -302,12 +323,15 @@ pub fn now() -> i64 {
 /// assert_eq!(index.entry_count(), 2);
 /// ```
 pub fn build(root: &Path, threads: usize) -> Vec<u8> {
-    let listings = list(&[root.to_path_buf()], threads, None);
-    let (dirs, entries, names) = sizes(&listings);
+    let listed = list(&[root.to_path_buf()], threads, None);
+    let entries = listed.listings.values().map(|l| l.entries.len()).sum();
     let root = root.as_os_str().as_bytes();
-    let mut w = IndexWriter::new(root, now());
-    w.reserve(dirs, entries, names);
-    write(w, &listings, Source::Listed(root.to_vec()), None)
+    let mut w = IndexWriter::with_table(root, now(), &listed.names);
+    w.reserve(listed.listings.len(), entries, 0);
+    let bytes = write(w, &listed, None, Source::Listed(root.to_vec()), None);
+    // Some 280k blocks to free: while the index is saved.
+    std::thread::spawn(move || drop(listed));
+    bytes
 }
 
 #[cfg(test)]

@@ -164,16 +164,48 @@ pub fn seal(file: &mut [u8]) {
     }
 }
 
-/// The distinct names of an index being written, each given an id.
+/// Distinct names, each given an id (its place): those of an index being
+/// written, or those a listing found.
 #[derive(Default)]
-struct Names {
+pub struct NameTable {
     index: Vec<u32>,
     bytes: Vec<u8>,
     count: u32,
     ids: std::collections::HashMap<Box<[u8]>, u32, BuildHasherDefault<rustc_hash::FxHasher>>,
 }
 
-impl Names {
+impl NameTable {
+    /// How many names it holds (ids are below this).
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The name with id `id` (below [`len`](Self::len)).
+    pub fn name(&self, id: u32) -> &[u8] {
+        let Some(&start) = self.index.get(id as usize / NAME_BLOCK) else {
+            return &[];
+        };
+        let mut at = start as usize;
+        for _ in 0..id as usize % NAME_BLOCK {
+            at = name_at(&self.bytes, at).map_or(at, |(_, next)| next);
+        }
+        name_at(&self.bytes, at).map_or(&[], |(name, _)| name)
+    }
+
+    /// Every name, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut at = 0;
+        (0..self.count).map_while(move |_| {
+            let (name, next) = name_at(&self.bytes, at)?;
+            at = next;
+            Some(name)
+        })
+    }
+
     fn push(&mut self, name: &[u8]) -> u32 {
         if (self.count as usize).is_multiple_of(NAME_BLOCK) {
             self.index.push(self.bytes.len() as u32);
@@ -217,7 +249,8 @@ impl Names {
         }
     }
 
-    fn intern(&mut self, name: &[u8]) -> u32 {
+    /// The id of `name`, added if it is new.
+    pub fn intern(&mut self, name: &[u8]) -> u32 {
         if let Some(&id) = self.ids.get(name) {
             return id;
         }
@@ -251,7 +284,7 @@ pub struct IndexWriter {
     devs: Vec<u64>,
     dirs: Vec<u8>,
     entries: Vec<u32>,
-    names: Names,
+    names: NameTable,
     n_dirs: u32,
     /// Entries of type directory so far: the next child's row, less one.
     children: u32,
@@ -267,7 +300,7 @@ impl IndexWriter {
             devs: Vec::new(),
             dirs: Vec::new(),
             entries: Vec::new(),
-            names: Names::default(),
+            names: NameTable::default(),
             n_dirs: 0,
             children: 0,
             inherited: false,
@@ -284,6 +317,23 @@ impl IndexWriter {
         w.names.count = index.name_count;
         w.inherited = true;
         w
+    }
+
+    /// A writer whose names are those of `table`, with their ids (for
+    /// [`add_entry_id`](Self::add_entry_id)).
+    pub fn with_table(root: &[u8], built_at: i64, table: &NameTable) -> IndexWriter {
+        let mut w = IndexWriter::new(root, built_at);
+        w.names.index = table.index.clone();
+        w.names.bytes = table.bytes.clone();
+        w.names.count = table.count;
+        w.inherited = true;
+        w
+    }
+
+    /// The id of `name` among this writer's names, added if it is new
+    /// (but see [`with_names_of`](Self::with_names_of)).
+    pub fn intern(&mut self, name: &[u8]) -> u32 {
+        self.names.intern(name)
     }
 
     /// Room for `dirs` directories, `entries` entries and `names` bytes of

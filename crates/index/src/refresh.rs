@@ -216,7 +216,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
         let kept = kept.clone();
         Arc::new(move |p: &[u8]| kept.contains_key(p)) as Skip
     };
-    let listings = list(&roots, threads, Some(skip));
+    let listed = list(&roots, threads, Some(skip));
     let old = Old {
         index: *index,
         relisted,
@@ -229,7 +229,8 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     };
     let mut w = IndexWriter::with_names_of(index, now());
     w.reserve(index.dir_count(), index.entry_count(), 0);
-    let bytes = write(w, &listings, root, Some(&old));
+    let ids: Vec<u32> = listed.names.iter().map(|n| w.intern(n)).collect();
+    let bytes = write(w, &listed, Some(&ids), root, Some(&old));
     Ok(Refresh {
         bytes: Some(bytes),
         changed: n_changed,
