@@ -95,6 +95,7 @@ impl Visitor for Collect {
         if listing.stamp.is_none() {
             listing.stamp = stamp.flatten();
         }
+        listing.entries.reserve(chunk.len());
         for e in chunk.iter() {
             let name = e.name_bytes();
             if name.starts_with(b".") {
