@@ -381,6 +381,47 @@ fn absolute_into(out: &mut Vec<u8>, cwd: &[u8], prefix: &[u8], name: &[u8]) {
 mod tests {
     use super::*;
 
+    /// Every name that matches holds one of the literals, in the case
+    /// they say; patterns that can match without one give none.
+    #[test]
+    fn literals_are_held_by_every_match() {
+        let holds = |m: &NameMatcher, name: &[u8]| {
+            let l = m.literals().unwrap();
+            l.strings.iter().any(|s| {
+                name.windows(s.len()).any(|w| match l.ascii_case_insensitive {
+                    true => w.eq_ignore_ascii_case(s),
+                    false => w == &s[..],
+                })
+            })
+        };
+        let cases: &[(&str, bool, &[&str])] = &[
+            (
+                "lexer71.java",
+                false,
+                &["lexer71.java", "LEXER71xjava", "aLexer71.JAVA"],
+            ),
+            ("main_types", false, &["main_types.h", "MAIN_TYPES", "main_typeſ"]),
+            ("Main", true, &["Main.rs", "xMain"]),
+            (r"\.rs$", true, &["a.rs"]),
+            ("a|bc", true, &["xa", "bcx"]),
+        ];
+        for &(pattern, case_sensitive, names) in cases {
+            let m = NameMatcher::new(&[pattern.into()], case_sensitive, &[], None).unwrap();
+            for name in names {
+                assert!(m.matches(b"", name.as_bytes(), &mut Vec::new()), "{pattern} {name}");
+                assert!(holds(&m, name.as_bytes()), "{pattern} {name}");
+            }
+        }
+        let ext = NameMatcher::new(&[], false, &["rs".into(), "c".into()], None).unwrap();
+        assert!(holds(&ext, b"main.RS") && holds(&ext, b"x.c"));
+        for pattern in ["^", ".", "a*"] {
+            let m = NameMatcher::new(&[pattern.into()], false, &[], None).unwrap();
+            assert!(m.literals().is_none(), "{pattern}");
+        }
+        let paths = NameMatcher::new(&["src".into()], false, &[], Some(b"/".to_vec())).unwrap();
+        assert!(paths.literals().is_none());
+    }
+
     #[test]
     fn smart_case() {
         assert!(has_uppercase("foo.EXE"));
