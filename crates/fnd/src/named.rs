@@ -1,8 +1,9 @@
 //! Which names of an index's name table a selection's pattern matches:
 //! each distinct name judged once, not once per entry that has it; and
 //! where the pattern holds literals, only the names that hold one are
-//! judged, found by one search of the whole table (matching every one of
-//! the 200k names of a million-entry tree took 9 ms; the search 1 ms).
+//! judged, found by one search of the whole table (in million's 200k
+//! names, a query whose literal is one common letter, so that most names
+//! are judged, took 12.8 ms of CPU; `lexer71.java` 5.8 ms, all of it).
 
 use aho_corasick::{AhoCorasick, Input};
 use fnd_index::format::Index;
