@@ -1,6 +1,7 @@
 //! Index files: whatever the bytes (checksum made right, so that damage
 //! reaches the tables), reading is an error or an index that can be
-//! walked whole. Run with `cargo +nightly fuzz run index_file`.
+//! walked whole, up from any directory and from any byte of its names.
+//! Run with `cargo +nightly fuzz run index_file`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -21,10 +22,25 @@ fuzz_target!(|bytes: &[u8]| {
                 seen += 1;
                 assert!(!e.name.is_empty());
                 stack.extend(e.dir);
+                if let Some(child) = e.dir {
+                    // Up again: the parent is the row read, below the child.
+                    let (parent, _) = index.parent(child).expect("a row has a parent");
+                    assert!(parent < child);
+                }
             }
         }
         // Every row is read once: each entry is seen at most once.
         assert!(seen <= index.entry_count());
+        for e in 0..index.entry_count() {
+            let row = index.dir_of_entry(e);
+            assert!((row as usize) < index.dir_count());
+        }
+        let names = index.names().count();
+        assert_eq!(names, index.name_count());
+        for at in 0..index.name_table().len() {
+            let (id, name, next) = index.name_holding(at).expect("every byte is in a name");
+            assert!(next > at && (id as usize) < names && !name.is_empty());
+        }
         let _ = index.find(b"a/b");
     }
 });

@@ -16,17 +16,19 @@
 //! 4. `select`, `early`: the two together, judged on one entry
 //!    ([`select::Selection`]); fd's first 100 ms of sorted results.
 //! 5. `search`: the walk that judges entries and hands results on.
-//! 6. `indexed`: the same judging and handing on, over an index of the
+//! 6. `named`: which names of an index's name table a pattern matches,
+//!    each judged once.
+//! 7. `indexed`: the same judging and handing on, over an index of the
 //!    tree instead of the tree (`--indexed`); building indexes.
-//! 7. `format`, `color`, `hyperlink`: how one result looks.
-//! 8. `listing`, `exec`: printing results; running commands on them.
-//! 9. `forward` (feature `mpi`): a rank's output on its way to rank 0.
-//! 10. `results`: the sink, one writer per thread, bytes to one descriptor
+//! 8. `format`, `color`, `hyperlink`: how one result looks.
+//! 9. `listing`, `exec`: printing results; running commands on them.
+//! 10. `forward` (feature `mpi`): a rank's output on its way to rank 0.
+//! 11. `results`: the sink, one writer per thread, bytes to one descriptor
 //!     (or, under MPI, to rank 0).
-//! 11. `cli`: the command line, parsed.
-//! 12. `config`, `generate`: parsed options turned into a search and a
+//! 12. `cli`: the command line, parsed.
+//! 13. `config`, `generate`: parsed options turned into a search and a
 //!     sink; completions and the man page.
-//! 13. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
+//! 14. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
 //!
 //! [`run`] puts them together: options → config → search → sink.
 
@@ -46,6 +48,7 @@ pub mod generate;
 pub mod hyperlink;
 pub mod indexed;
 pub mod listing;
+pub mod named;
 pub mod paths;
 pub mod pattern;
 #[cfg(feature = "mpi")]

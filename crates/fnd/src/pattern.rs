@@ -28,7 +28,24 @@ pub struct NameMatcher {
     extensions: Option<Extensions>,
     /// With `-p`: the working directory, prepended to relative paths.
     pub full_path_base: Option<Vec<u8>>,
+    /// Byte strings one of which every matching name holds, when the
+    /// patterns tell.
+    literals: Option<Literals>,
 }
+
+/// Byte strings one of which every name that matches holds.
+#[derive(Clone, Debug)]
+pub struct Literals {
+    pub strings: Vec<Vec<u8>>,
+    /// The strings are in ASCII lowercase and held in either ASCII case.
+    pub ascii_case_insensitive: bool,
+}
+
+/// More literals than this are folded to ASCII lowercase. Folded, the
+/// 32 spellings of a case-insensitive `lexer71` are one string searched
+/// in either case, which took 1.9 ms of million's names against 2.5 ms
+/// for the 32.
+const MAX_LITERALS: usize = 1;
 
 /// One pattern: spelled out when it can be, else a regex.
 #[derive(Clone, Debug)]
@@ -157,14 +174,22 @@ impl NameMatcher {
                 Ok(Pattern::Regex(regex, hir.as_ref().and_then(|hir| Endings::of([hir]))))
             })
             .collect::<Result<Vec<_>, String>>()?;
-        let extensions = if extensions.is_empty() {
+        let ext_sources: Vec<String> = extensions
+            .iter()
+            .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
+            .collect();
+        let hirs: Option<Vec<Hir>> = ext_sources.iter().map(|s| parse_with(s, true, false)).collect();
+        // All patterns must match, so the literals of any one do; else
+        // one extension must, so those of all of them.
+        let literals = sources
+            .iter()
+            .filter(|s| !s.is_empty())
+            .find_map(|s| parse_with(s, !case_sensitive, true).and_then(|h| literals_of([&h])))
+            .or_else(|| hirs.as_deref().filter(|h| !h.is_empty()).and_then(literals_of));
+        let extensions = if ext_sources.is_empty() {
             None
         } else {
-            let sources: Vec<String> = extensions
-                .iter()
-                .map(|e| format!(r".\.{}$", regex::escape(e.trim_start_matches('.'))))
-                .collect();
-            let hirs: Option<Vec<Hir>> = sources.iter().map(|s| parse_with(s, true, false)).collect();
+            let sources = ext_sources;
             let spelled: Option<Vec<Spelled>> = hirs
                 .as_ref()
                 .and_then(|hirs| hirs.iter().map(|hir| Spelled::of(hir, true)).collect());
@@ -183,7 +208,15 @@ impl NameMatcher {
             patterns,
             extensions,
             full_path_base,
+            literals,
         })
+    }
+
+    /// Byte strings one of which every name that matches holds; `None`
+    /// when the patterns do not tell, or match paths (`-p`). A table of
+    /// names can be searched for them instead of matching every name.
+    pub fn literals(&self) -> Option<&Literals> {
+        self.literals.as_ref().filter(|_| self.full_path_base.is_none())
     }
 
     /// True when every name matches (no pattern, no extension).
@@ -211,6 +244,30 @@ impl NameMatcher {
             Extensions::Regex(set, endings) => endings.as_ref().is_none_or(|e| e.admit(name)) && set.is_match(name),
         })
     }
+}
+
+/// The literals of `hirs` (one of which every match of any of them
+/// holds): their prefixes, else their suffixes; `None` when one can match
+/// without any.
+fn literals_of<'a>(hirs: impl IntoIterator<Item = &'a Hir> + Clone) -> Option<Literals> {
+    [ExtractKind::Prefix, ExtractKind::Suffix].into_iter().find_map(|kind| {
+        let mut strings = Vec::new();
+        for hir in hirs.clone() {
+            let seq = Extractor::new().kind(kind.clone()).extract(hir);
+            let literals = seq.literals().filter(|l| l.iter().all(|l| !l.is_empty()))?;
+            strings.extend(literals.iter().map(|l| l.as_bytes().to_vec()));
+        }
+        let fold = strings.len() > MAX_LITERALS;
+        if fold {
+            strings.iter_mut().for_each(|s| s.make_ascii_lowercase());
+        }
+        strings.sort_unstable();
+        strings.dedup();
+        Some(Literals {
+            strings,
+            ascii_case_insensitive: fold,
+        })
+    })
 }
 
 /// The endings one of which every match must have, for patterns that only
@@ -323,6 +380,47 @@ fn absolute_into(out: &mut Vec<u8>, cwd: &[u8], prefix: &[u8], name: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every name that matches holds one of the literals, in the case
+    /// they say; patterns that can match without one give none.
+    #[test]
+    fn literals_are_held_by_every_match() {
+        let holds = |m: &NameMatcher, name: &[u8]| {
+            let l = m.literals().unwrap();
+            l.strings.iter().any(|s| {
+                name.windows(s.len()).any(|w| match l.ascii_case_insensitive {
+                    true => w.eq_ignore_ascii_case(s),
+                    false => w == &s[..],
+                })
+            })
+        };
+        let cases: &[(&str, bool, &[&str])] = &[
+            (
+                "lexer71.java",
+                false,
+                &["lexer71.java", "LEXER71xjava", "aLexer71.JAVA"],
+            ),
+            ("main_types", false, &["main_types.h", "MAIN_TYPES", "main_typeſ"]),
+            ("Main", true, &["Main.rs", "xMain"]),
+            (r"\.rs$", true, &["a.rs"]),
+            ("a|bc", true, &["xa", "bcx"]),
+        ];
+        for &(pattern, case_sensitive, names) in cases {
+            let m = NameMatcher::new(&[pattern.into()], case_sensitive, &[], None).unwrap();
+            for name in names {
+                assert!(m.matches(b"", name.as_bytes(), &mut Vec::new()), "{pattern} {name}");
+                assert!(holds(&m, name.as_bytes()), "{pattern} {name}");
+            }
+        }
+        let ext = NameMatcher::new(&[], false, &["rs".into(), "c".into()], None).unwrap();
+        assert!(holds(&ext, b"main.RS") && holds(&ext, b"x.c"));
+        for pattern in ["^", ".", "a*"] {
+            let m = NameMatcher::new(&[pattern.into()], false, &[], None).unwrap();
+            assert!(m.literals().is_none(), "{pattern}");
+        }
+        let paths = NameMatcher::new(&["src".into()], false, &[], Some(b"/".to_vec())).unwrap();
+        assert!(paths.literals().is_none());
+    }
 
     #[test]
     fn smart_case() {

@@ -91,6 +91,19 @@ impl EntryFilter for Finder {
     }
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        self.decide_named(state, entry, || self.selection.name_matches(entry))
+    }
+}
+
+impl Finder {
+    /// [`EntryFilter::decide`], with whether the name matches known some
+    /// other way (asked only when it matters).
+    pub fn decide_named(
+        &self,
+        state: Option<&FilterState>,
+        entry: &RawEntry<'_>,
+        name_matches: impl FnOnce() -> bool,
+    ) -> Decision {
         let base = match &self.ignore {
             Some(ignore) => ignore.decide(state, entry),
             None => Decision::KEEP,
@@ -99,7 +112,7 @@ impl EntryFilter for Finder {
             // Shallower than --min-depth: never a result, never pruned.
             return base;
         }
-        if self.selection.is_result(entry) {
+        if self.selection.is_result_named(entry, name_matches) {
             Decision {
                 emit: true,
                 descend: base.descend && !self.prune,

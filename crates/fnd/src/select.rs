@@ -68,20 +68,58 @@ impl Selection {
 
     /// Whether the entry's name (or path, with `-p`) matches, whatever it is.
     pub fn name_matches(&self, entry: &RawEntry<'_>) -> bool {
+        self.with_matcher(|matcher, scratch| matcher.matches(entry.parent_prefix, entry.name, scratch))
+    }
+
+    /// Run `f` with this thread's clone of the matcher.
+    fn with_matcher<T>(&self, f: impl FnOnce(&NameMatcher, &mut Vec<u8>) -> T) -> T {
         MATCHING.with_borrow_mut(|Matching { scratch, matcher }| {
             let matcher = match matcher {
                 Some((id, m)) if *id == self.id => m,
                 _ => &matcher.insert((self.id, self.matcher.clone())).1,
             };
-            matcher.matches(entry.parent_prefix, entry.name, scratch)
+            f(matcher, scratch)
         })
     }
 
     /// Whether the entry is a result: name first, then what it is (which
     /// may need one stat, relative to `entry.dir_fd`).
     pub fn is_result(&self, entry: &RawEntry<'_>) -> bool {
-        self.name_matches(entry)
-            && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+        self.is_result_named(entry, || self.name_matches(entry))
+    }
+
+    /// [`is_result`](Self::is_result), with whether the name matches
+    /// known some other way (asked only when it matters).
+    pub fn is_result_named(&self, entry: &RawEntry<'_>, name_matches: impl FnOnce() -> bool) -> bool {
+        name_matches() && (self.filters.is_empty() || self.filters.matches(&Candidate::new(entry, self.follow)))
+    }
+
+    /// Whether [`name_matches`](Self::name_matches) looks at the name
+    /// alone (not at the path, as with `-p`).
+    pub fn judges_names_only(&self) -> bool {
+        self.matcher.full_path_base.is_none()
+    }
+
+    /// Call `hit` with the id of each of `names` that matches (by the name
+    /// alone: right only when [`judges_names_only`](Self::judges_names_only)).
+    pub fn names_matching<'n>(&self, names: impl IntoIterator<Item = (u32, &'n [u8])>, mut hit: impl FnMut(u32)) {
+        self.with_matcher(|matcher, scratch| {
+            for (id, name) in names {
+                if matcher.matches(b"", name, scratch) {
+                    hit(id);
+                }
+            }
+        })
+    }
+
+    /// Whether every name matches.
+    pub fn matches_all_names(&self) -> bool {
+        self.matcher.matches_all()
+    }
+
+    /// See [`NameMatcher::literals`].
+    pub fn name_literals(&self) -> Option<&crate::pattern::Literals> {
+        self.matcher.literals()
     }
 }
 

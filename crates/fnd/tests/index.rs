@@ -179,6 +179,17 @@ const QUERIES: &[&[&str]] = &[
     &["rs", "docs", "src"],
     &["-t", "f", ".", "./docs/"],
     &["--ignore-contain", "lib.rs", "rs"],
+    // Judged by name and type alone: found from the matching names.
+    &["-u", "main"],
+    &["-u", "-d", "2", "rs"],
+    &["-u", "--min-depth", "3", "rs"],
+    &["-u", "--exact-depth", "1", "main"],
+    &["-u", "-t", "f", "-e", "rs"],
+    &["-u", "(?i)READ", "src", "."],
+    &["-u", "er/"],
+    &["-I", "main"],
+    &["-I", "-g", "*.rs", "docs", "src/deep"],
+    &["-I", "-F", "t", "./src/"],
 ];
 
 #[test]

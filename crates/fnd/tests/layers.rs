@@ -17,6 +17,8 @@ fn modules_import_only_downwards() {
             // Both, judged on one entry; fd's first 100 ms.
             &["select", "early"],
             &["search"],
+            // Which names of an index match.
+            &["named"],
             // The same over an index of the tree.
             &["indexed"],
             // How one result looks.

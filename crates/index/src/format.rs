@@ -1,50 +1,63 @@
-//! The index file: a header, the root's path, a table of directories, a
-//! table of entries and the names, all little-endian.
+//! The index file: a header, the root's path, the devices, a table of
+//! directories, a table of entries and a table of the distinct names, all
+//! little-endian.
 //!
 //! ```text
 //! header   magic "FNDINDX\n", version u32, 0 u32, built_at i64 (seconds),
-//!          body_len u64, checksum u64 (of the body), dirs u32, entries u32
-//! body     root_len u32, root path bytes,
-//!          dirs × 56 bytes: dev u64, ino u64, mtime i64, mtime_ns u32,
-//!            ctime_ns u32, ctime i64, first entry u32, entry count u32,
-//!            ignore files u32 (IGNORE_* bits), 0 u32
-//!          entries × 12 bytes: name offset u32, name length u16, type u8
-//!            (d_type), 0 u8, directory u32 (its row, or NO_DIR)
-//!          names
+//!          body_len u64, checksum u64 (of the file but itself),
+//!          dirs u32, entries u32, names u32, devices u32, root_len u32,
+//!          name bytes u32
+//! body     root path bytes,
+//!          devices × u64,
+//!          dirs × 28 bytes: ino u64, ctime i64 (nanoseconds), first entry
+//!            u32, first child u32, device index << 8 | ignore files (bits)
+//!          entries × u32: type (d_type) << 28 | name id
+//!          name index × u32: where every NAME_BLOCK-th name starts
+//!          names: each a LEB128 length, then its bytes
 //! ```
 //!
-//! Directories are breadth-first from the root (row 0), so a
-//! subdirectory's row is always greater than its parent's: a reader never
-//! loops, whatever the bytes say. Each directory's entries are contiguous
-//! and sorted by name. [`Index::parse`] checks everything before anything
-//! is read, so a query sees a whole index or a clean error.
+//! Directories are breadth-first from the root (row 0), so a directory's
+//! subdirectories have consecutive rows, all greater than its own: the
+//! k-th entry of type directory in a directory is the row `first child +
+//! k`, and a reader never loops, whatever the bytes say. Each directory's
+//! entries are contiguous. A name is stored once however many entries
+//! have it (a million entries of a source tree have 200k distinct names),
+//! so a query matches each distinct name once. [`Index::parse`] checks
+//! everything a reader relies on before anything is read, so a query sees
+//! a whole index or a clean error.
 
 use std::fmt;
+use std::hash::BuildHasherDefault;
 
 use fnd_walk::{FileType, Metadata};
 
 /// What a file must start with.
 pub const MAGIC: &[u8; 8] = b"FNDINDX\n";
 /// The version this build reads and writes.
-pub const VERSION: u32 = 1;
-/// An entry that is not a directory of the index (or one not read).
-pub const NO_DIR: u32 = u32::MAX;
+pub const VERSION: u32 = 2;
 
-const HEADER: usize = 48;
-const DIR_ROW: usize = 56;
-const ENTRY_ROW: usize = 12;
+const HEADER: usize = 64;
+const DIR_ROW: usize = 28;
+/// Names per offset of the name index: one offset per name made a fifth
+/// of the index of the `src` tree; with 8, finding a name skips 3.5
+/// lengths on average.
+const NAME_BLOCK: usize = 8;
+const TYPE_SHIFT: u32 = 28;
+const ID_MASK: u32 = (1 << TYPE_SHIFT) - 1;
+/// Devices a file can tell apart (the index of one in a directory's row).
+const MAX_DEVS: usize = 1 << 24;
 
 /// The ignore files a directory holds, as bits of [`Dir::ignore_files`].
 pub const IGNORE_FILES: [&[u8]; 4] = [b".gitignore", b".ignore", b".fdignore", b".git"];
 
 /// A directory's identity and change stamp: when any part differs, its
-/// listing may have changed.
+/// listing may have changed. The ctime alone says so: whatever changes a
+/// directory's mtime (an entry made, removed or renamed, `utimes`) sets
+/// its ctime too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stamp {
     pub dev: u64,
     pub ino: u64,
-    pub mtime: i64,
-    pub mtime_ns: u32,
     pub ctime: i64,
     pub ctime_ns: u32,
 }
@@ -54,11 +67,18 @@ impl From<&Metadata> for Stamp {
         Stamp {
             dev: m.dev,
             ino: m.ino,
-            mtime: m.mtime,
-            mtime_ns: m.mtime_nsec,
             ctime: m.ctime,
             ctime_ns: m.ctime_nsec,
         }
+    }
+}
+
+impl Stamp {
+    /// The ctime in nanoseconds, as a row holds it.
+    fn ctime_nanos(&self) -> i64 {
+        self.ctime
+            .saturating_mul(1_000_000_000)
+            .saturating_add(i64::from(self.ctime_ns))
     }
 }
 
@@ -100,6 +120,13 @@ pub fn type_byte(t: FileType) -> u8 {
     }
 }
 
+const DIR_NIBBLE: u32 = 4;
+
+/// The type of an entry word's top four bits.
+fn type_of(word: u32) -> FileType {
+    FileType::from_mode((word >> TYPE_SHIFT) << 12)
+}
+
 /// A checksum of `bytes`: four independent multiply-xor lanes over 8-byte
 /// words, so the multiplications overlap (one lane ran at a third of the speed).
 pub fn checksum(bytes: &[u8]) -> u64 {
@@ -137,18 +164,114 @@ pub fn seal(file: &mut [u8]) {
     }
 }
 
+/// Distinct names, each given an id (its place): those of an index being
+/// written, or those a listing found.
+#[derive(Default)]
+pub struct NameTable {
+    index: Vec<u32>,
+    bytes: Vec<u8>,
+    count: u32,
+    ids: std::collections::HashMap<Box<[u8]>, u32, BuildHasherDefault<rustc_hash::FxHasher>>,
+}
+
+impl NameTable {
+    /// How many names it holds (ids are below this).
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The name with id `id` (below [`len`](Self::len)).
+    pub fn name(&self, id: u32) -> &[u8] {
+        let Some(&start) = self.index.get(id as usize / NAME_BLOCK) else {
+            return &[];
+        };
+        let mut at = start as usize;
+        for _ in 0..id as usize % NAME_BLOCK {
+            at = name_at(&self.bytes, at).map_or(at, |(_, next)| next);
+        }
+        name_at(&self.bytes, at).map_or(&[], |(name, _)| name)
+    }
+
+    /// Every name, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut at = 0;
+        (0..self.count).map_while(move |_| {
+            let (name, next) = name_at(&self.bytes, at)?;
+            at = next;
+            Some(name)
+        })
+    }
+
+    fn push(&mut self, name: &[u8]) -> u32 {
+        if (self.count as usize).is_multiple_of(NAME_BLOCK) {
+            self.index.push(self.bytes.len() as u32);
+        }
+        let mut len = name.len();
+        while len >= 0x80 {
+            self.bytes.push(len as u8 | 0x80);
+            len >>= 7;
+        }
+        self.bytes.push(len as u8);
+        self.bytes.extend_from_slice(name);
+        self.count += 1;
+        self.count - 1
+    }
+
+    /// Drop the names no entry has when they are many (names inherited
+    /// by refreshes, of entries since gone), renumbering `entries`.
+    fn compact(&mut self, entries: &mut [u32]) {
+        let mut used = vec![false; self.count as usize];
+        for e in entries.iter() {
+            used[(e & ID_MASK) as usize] = true;
+        }
+        let n_used = used.iter().filter(|&&u| u).count();
+        if n_used + n_used / 4 + 64 >= self.count as usize {
+            return;
+        }
+        let old = std::mem::take(self);
+        let mut new_id = vec![0u32; used.len()];
+        let mut at = 0;
+        for (id, used) in used.iter().enumerate() {
+            let Some((name, next)) = name_at(&old.bytes, at) else {
+                break;
+            };
+            at = next;
+            if *used {
+                new_id[id] = self.push(name);
+            }
+        }
+        for e in entries.iter_mut() {
+            *e = *e & !ID_MASK | new_id[(*e & ID_MASK) as usize];
+        }
+    }
+
+    /// The id of `name`, added if it is new.
+    pub fn intern(&mut self, name: &[u8]) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = self.push(name);
+        self.ids.insert(name.into(), id);
+        id
+    }
+}
+
 /// Writes an index: directories breadth-first, each with its entries.
 ///
 /// ```
-/// use fnd_index::format::{Index, IndexWriter, Stamp, NO_DIR};
+/// use fnd_index::format::{Index, IndexWriter, Stamp};
 /// use fnd_walk::FileType;
 ///
 /// let mut w = IndexWriter::new(b"/src", 1_700_000_000);
 /// let root = w.add_dir(Stamp::default(), 0);
-/// w.add_entry(b"lib", FileType::Dir, 1);
-/// w.add_entry(b"main.rs", FileType::File, NO_DIR);
+/// w.add_entry(b"lib", FileType::Dir);
+/// w.add_entry(b"main.rs", FileType::File);
 /// w.add_dir(Stamp::default(), 0); // lib: row 1
-/// w.add_entry(b"mod.rs", FileType::File, NO_DIR);
+/// w.add_entry(b"mod.rs", FileType::File);
 /// let bytes = w.finish();
 /// let index = Index::parse(&bytes).unwrap();
 /// assert_eq!(index.root(), b"/src");
@@ -158,11 +281,15 @@ pub fn seal(file: &mut [u8]) {
 pub struct IndexWriter {
     built_at: i64,
     root: Vec<u8>,
+    devs: Vec<u64>,
     dirs: Vec<u8>,
-    entries: Vec<u8>,
-    names: Vec<u8>,
+    entries: Vec<u32>,
+    names: NameTable,
     n_dirs: u32,
-    n_entries: u32,
+    /// Entries of type directory so far: the next child's row, less one.
+    children: u32,
+    /// Names came from an older index ([`with_names_of`](Self::with_names_of)).
+    inherited: bool,
 }
 
 impl IndexWriter {
@@ -170,20 +297,51 @@ impl IndexWriter {
         IndexWriter {
             built_at,
             root: root.to_vec(),
+            devs: Vec::new(),
             dirs: Vec::new(),
             entries: Vec::new(),
-            names: Vec::new(),
+            names: NameTable::default(),
             n_dirs: 0,
-            n_entries: 0,
+            children: 0,
+            inherited: false,
         }
+    }
+
+    /// A writer that starts with the names of `index` (with their ids,
+    /// for [`add_entry_id`](Self::add_entry_id)); names added later are
+    /// not looked up among them, so one may be stored twice.
+    pub fn with_names_of(index: &Index<'_>, built_at: i64) -> IndexWriter {
+        let mut w = IndexWriter::new(index.root(), built_at);
+        w.names.index = index.name_index.chunks_exact(4).map(|c| u32_le(c, 0)).collect();
+        w.names.bytes = index.names.to_vec();
+        w.names.count = index.name_count;
+        w.inherited = true;
+        w
+    }
+
+    /// A writer whose names are those of `table`, with their ids (for
+    /// [`add_entry_id`](Self::add_entry_id)).
+    pub fn with_table(root: &[u8], built_at: i64, table: &NameTable) -> IndexWriter {
+        let mut w = IndexWriter::new(root, built_at);
+        w.names.index = table.index.clone();
+        w.names.bytes = table.bytes.clone();
+        w.names.count = table.count;
+        w.inherited = true;
+        w
+    }
+
+    /// The id of `name` among this writer's names, added if it is new
+    /// (but see [`with_names_of`](Self::with_names_of)).
+    pub fn intern(&mut self, name: &[u8]) -> u32 {
+        self.names.intern(name)
     }
 
     /// Room for `dirs` directories, `entries` entries and `names` bytes of
     /// names, so the tables are not copied as they grow.
     pub fn reserve(&mut self, dirs: usize, entries: usize, names: usize) {
         self.dirs.reserve(dirs * DIR_ROW);
-        self.entries.reserve(entries * ENTRY_ROW);
-        self.names.reserve(names);
+        self.entries.reserve(entries);
+        self.names.bytes.reserve(names);
     }
 
     /// Start the next directory (breadth-first); its entries follow with
@@ -191,17 +349,21 @@ impl IndexWriter {
     pub fn add_dir(&mut self, stamp: Stamp, ignore_files: u32) -> u32 {
         let row = self.n_dirs;
         self.n_dirs += 1;
+        let dev = match self.devs.iter().position(|&d| d == stamp.dev) {
+            Some(i) => i,
+            None if self.devs.len() < MAX_DEVS => {
+                self.devs.push(stamp.dev);
+                self.devs.len() - 1
+            }
+            // Past what a row can tell apart: checked again, never trusted.
+            None => 0,
+        };
         let d = &mut self.dirs;
-        d.extend_from_slice(&stamp.dev.to_le_bytes());
         d.extend_from_slice(&stamp.ino.to_le_bytes());
-        d.extend_from_slice(&stamp.mtime.to_le_bytes());
-        d.extend_from_slice(&stamp.mtime_ns.to_le_bytes());
-        d.extend_from_slice(&stamp.ctime_ns.to_le_bytes());
-        d.extend_from_slice(&stamp.ctime.to_le_bytes());
-        d.extend_from_slice(&self.n_entries.to_le_bytes());
-        d.extend_from_slice(&0u32.to_le_bytes());
-        d.extend_from_slice(&ignore_files.to_le_bytes());
-        d.extend_from_slice(&0u32.to_le_bytes());
+        d.extend_from_slice(&stamp.ctime_nanos().to_le_bytes());
+        d.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        d.extend_from_slice(&(self.children + 1).to_le_bytes());
+        d.extend_from_slice(&((dev as u32) << 8 | ignore_files & 0xff).to_le_bytes());
         row
     }
 
@@ -210,25 +372,33 @@ impl IndexWriter {
         self.n_dirs
     }
 
-    /// An entry of the last directory started; `dir` is its row when it
-    /// is a directory of the index (written later), else [`NO_DIR`].
-    pub fn add_entry(&mut self, name: &[u8], file_type: FileType, dir: u32) {
-        let at = self.dirs.len() - DIR_ROW;
-        let count = u32::from_le_bytes(self.dirs[at + 44..at + 48].try_into().unwrap());
-        self.dirs[at + 44..at + 48].copy_from_slice(&(count + 1).to_le_bytes());
-        self.n_entries += 1;
-        let e = &mut self.entries;
-        e.extend_from_slice(&(self.names.len() as u32).to_le_bytes());
-        e.extend_from_slice(&(name.len().min(u16::MAX as usize) as u16).to_le_bytes());
-        e.push(type_byte(file_type));
-        e.push(0);
-        e.extend_from_slice(&dir.to_le_bytes());
-        self.names.extend_from_slice(name);
+    /// An entry of the last directory started; an entry of type directory
+    /// is the next row's directory (written later, breadth-first).
+    pub fn add_entry(&mut self, name: &[u8], file_type: FileType) {
+        let id = self.names.intern(name);
+        self.add_entry_id(id, file_type);
+    }
+
+    /// An entry whose name has id `id` in the index this writer took its
+    /// names from ([`with_names_of`](Self::with_names_of)).
+    pub fn add_entry_id(&mut self, id: u32, file_type: FileType) {
+        let t = u32::from(type_byte(file_type));
+        self.children += u32::from(t == DIR_NIBBLE);
+        self.entries.push(t << TYPE_SHIFT | id & ID_MASK);
     }
 
     /// The file's bytes.
-    pub fn finish(self) -> Vec<u8> {
-        let body_len = 4 + self.root.len() + self.dirs.len() + self.entries.len() + self.names.len();
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.inherited {
+            self.names.compact(&mut self.entries);
+        }
+        let names = &self.names;
+        let body_len = self.root.len()
+            + self.devs.len() * 8
+            + self.dirs.len()
+            + self.entries.len() * 4
+            + names.index.len() * 4
+            + names.bytes.len();
         let mut out = Vec::with_capacity(HEADER + body_len);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
@@ -236,13 +406,28 @@ impl IndexWriter {
         out.extend_from_slice(&self.built_at.to_le_bytes());
         out.extend_from_slice(&(body_len as u64).to_le_bytes());
         out.extend_from_slice(&0u64.to_le_bytes());
-        out.extend_from_slice(&self.n_dirs.to_le_bytes());
-        out.extend_from_slice(&self.n_entries.to_le_bytes());
-        out.extend_from_slice(&(self.root.len() as u32).to_le_bytes());
+        for n in [
+            self.n_dirs,
+            self.entries.len() as u32,
+            names.count,
+            self.devs.len() as u32,
+            self.root.len() as u32,
+            names.bytes.len() as u32,
+        ] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
         out.extend_from_slice(&self.root);
+        for d in &self.devs {
+            out.extend_from_slice(&d.to_le_bytes());
+        }
         out.extend_from_slice(&self.dirs);
-        out.extend_from_slice(&self.entries);
-        out.extend_from_slice(&self.names);
+        for e in &self.entries {
+            out.extend_from_slice(&e.to_le_bytes());
+        }
+        for o in &names.index {
+            out.extend_from_slice(&o.to_le_bytes());
+        }
+        out.extend_from_slice(&names.bytes);
         let sum = file_sum(&out);
         out[32..40].copy_from_slice(&sum.to_le_bytes());
         out
@@ -254,39 +439,64 @@ impl IndexWriter {
 pub struct Index<'a> {
     built_at: i64,
     root: &'a [u8],
+    devs: &'a [u8],
     dirs: &'a [u8],
     entries: &'a [u8],
+    name_index: &'a [u8],
     names: &'a [u8],
+    n_dirs: u32,
+    n_entries: u32,
+    name_count: u32,
 }
 
 /// One directory of an index.
 #[derive(Clone, Copy)]
 pub struct Dir<'a> {
     index: Index<'a>,
-    row: &'a [u8],
+    row: u32,
 }
 
 /// One entry of a directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<'a> {
     pub name: &'a [u8],
+    /// Its name's id (entries with the same name have the same id, mostly).
+    pub name_id: u32,
     pub file_type: FileType,
     /// Its directory row, when it is a directory the index read.
     pub dir: Option<u32>,
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+fn u32_le(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+fn u64_le(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// The name starting at `at` in `bytes` and where the next starts, if it is whole.
+fn name_at(bytes: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let mut len = 0usize;
+    let mut at = at;
+    for shift in [0, 7, 14] {
+        let b = *bytes.get(at)?;
+        at += 1;
+        len |= usize::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            let name = bytes.get(at..at.checked_add(len)?)?;
+            return Some((name, at + len));
+        }
+    }
+    None
 }
 
 impl<'a> Index<'a> {
     /// Check `bytes` whole (header, checksum, every row) and read them.
     pub fn parse(bytes: &'a [u8]) -> Result<Index<'a>, FormatError> {
-        Self::read(bytes, true)
+        let index = Self::read(bytes, true)?;
+        index.check()?;
+        Ok(index)
     }
 
     /// Read bytes [`parse`](Self::parse) accepted before, without checking them again.
@@ -302,15 +512,15 @@ impl<'a> Index<'a> {
                 FormatError::NotAnIndex
             });
         }
-        let version = u32_at(bytes, 8);
+        let version = u32_le(bytes, 8);
         if version != VERSION {
             return Err(FormatError::Version(version));
         }
         if bytes.len() < HEADER {
             return Err(FormatError::Truncated);
         }
-        let built_at = u64_at(bytes, 16) as i64;
-        let body_len = u64_at(bytes, 24);
+        let built_at = u64_le(bytes, 16) as i64;
+        let body_len = u64_le(bytes, 24);
         let body = &bytes[HEADER..];
         if (body.len() as u64) < body_len {
             return Err(FormatError::Truncated);
@@ -318,69 +528,113 @@ impl<'a> Index<'a> {
         if body.len() as u64 != body_len {
             return Err(FormatError::Corrupt("trailing bytes"));
         }
-        if check && file_sum(bytes) != u64_at(bytes, 32) {
+        if check && file_sum(bytes) != u64_le(bytes, 32) {
             return Err(FormatError::Checksum);
         }
-        let n_dirs = u32_at(bytes, 40) as usize;
-        let n_entries = u32_at(bytes, 44) as usize;
-        let short = FormatError::Corrupt("tables longer than the file");
-        if body.len() < 4 {
-            return Err(short);
-        }
-        let root_len = u32_at(body, 0) as usize;
-        let mut rest = &body[4..];
-        let mut take = |n: usize| -> Result<&'a [u8], FormatError> {
-            if rest.len() < n {
-                return Err(FormatError::Corrupt("tables longer than the file"));
+        let n = |at: usize| u32_le(bytes, at) as usize;
+        let (n_dirs, n_entries, n_names, n_devs, root_len, names_len) = (n(40), n(44), n(48), n(52), n(56), n(60));
+        let mut rest = body;
+        let mut take = |count: usize, size: usize| -> Result<&'a [u8], FormatError> {
+            match count.checked_mul(size) {
+                Some(len) if len <= rest.len() => {
+                    let (a, b) = rest.split_at(len);
+                    rest = b;
+                    Ok(a)
+                }
+                _ => Err(FormatError::Corrupt("tables longer than the file")),
             }
-            let (a, b) = rest.split_at(n);
-            rest = b;
-            Ok(a)
         };
-        let root = take(root_len)?;
-        let dirs = take(n_dirs.checked_mul(DIR_ROW).ok_or(short.clone())?)?;
-        let entries = take(n_entries.checked_mul(ENTRY_ROW).ok_or(short)?)?;
-        let names = rest;
+        let root = take(root_len, 1)?;
+        let devs = take(n_devs, 8)?;
+        let dirs = take(n_dirs, DIR_ROW)?;
+        let entries = take(n_entries, 4)?;
+        let name_index = take(n_names.div_ceil(NAME_BLOCK), 4)?;
+        let names = take(names_len, 1)?;
+        if !rest.is_empty() {
+            return Err(FormatError::Corrupt("trailing bytes"));
+        }
         if n_dirs == 0 {
             return Err(FormatError::Corrupt("no root directory"));
         }
-        let index = Index {
+        Ok(Index {
             built_at,
             root,
+            devs,
             dirs,
             entries,
+            name_index,
             names,
-        };
-        // Each directory but the root is named by exactly one entry: a
-        // walk of the index reads every row once.
-        let mut named = vec![false; if check { n_dirs } else { 0 }];
-        for d in (0..n_dirs).filter(|_| check) {
-            let row = &dirs[d * DIR_ROW..(d + 1) * DIR_ROW];
-            let first = u32_at(row, 40) as usize;
-            let count = u32_at(row, 44) as usize;
-            if first.checked_add(count).is_none_or(|end| end > n_entries) {
+            n_dirs: n_dirs as u32,
+            n_entries: n_entries as u32,
+            name_count: n_names as u32,
+        })
+    }
+
+    /// Everything a reader relies on: each directory's entries and
+    /// subdirectories follow the previous one's (so every row but the
+    /// root's is the subdirectory of one row before it), devices and
+    /// names are in their tables, names whole and not empty.
+    fn check(&self) -> Result<(), FormatError> {
+        let (n_dirs, n_entries) = (self.n_dirs as usize, self.n_entries as usize);
+        let mut last = (0, 1);
+        for r in 0..n_dirs {
+            let (first, child, dev) = (
+                self.field(r, 16) as usize,
+                self.field(r, 20) as usize,
+                self.field(r, 24) as usize >> 8,
+            );
+            if first < last.0 || first > n_entries || (r == 0 && first != 0) {
                 return Err(FormatError::Corrupt("entries out of range"));
             }
-            for e in first..first + count {
-                let row = &entries[e * ENTRY_ROW..(e + 1) * ENTRY_ROW];
-                let off = u32_at(row, 0) as usize;
-                let len = u16::from_le_bytes([row[4], row[5]]) as usize;
-                if off + len > names.len() || len == 0 {
-                    return Err(FormatError::Corrupt("name out of range"));
+            if child < last.1 || child <= r || child > n_dirs {
+                return Err(FormatError::Corrupt("directory out of order"));
+            }
+            if dev * 8 >= self.devs.len() {
+                return Err(FormatError::Corrupt("device out of range"));
+            }
+            last = (first, child);
+        }
+        // Branch-free, so it runs on SIMD: ids are below 2^28, so signed
+        // 32-bit compares (all SSE2 has) do.
+        let n = self.name_count as i32;
+        let bad = self.entries.chunks_exact(4).fold(false, |bad, c| {
+            bad | ((u32::from_le_bytes(c.try_into().unwrap()) & ID_MASK) as i32 >= n)
+        });
+        if bad {
+            return Err(FormatError::Corrupt("name out of range"));
+        }
+        let mut at = 0;
+        let mut names = 0;
+        for block in self.name_index.chunks_exact(4) {
+            if u32_le(block, 0) as usize != at {
+                return Err(FormatError::Corrupt("name index"));
+            }
+            for _ in 0..NAME_BLOCK.min(self.name_count as usize - names) {
+                match name_at(self.names, at) {
+                    Some((name, next)) if !name.is_empty() => at = next,
+                    _ => return Err(FormatError::Corrupt("name out of range")),
                 }
-                let child = u32_at(row, 8);
-                if child != NO_DIR && (child as usize >= n_dirs || child as usize <= d) {
-                    return Err(FormatError::Corrupt("directory out of order"));
-                }
-                if child != NO_DIR && std::mem::replace(&mut named[child as usize], true) {
-                    return Err(FormatError::Corrupt("directory named twice"));
-                }
+                names += 1;
             }
         }
-        if named.iter().skip(1).any(|n| !n) {
-            return Err(FormatError::Corrupt("directory named by no entry"));
+        if at != self.names.len() {
+            return Err(FormatError::Corrupt("trailing names"));
         }
-        Ok(index)
+        Ok(())
+    }
+
+    /// The u32 at `at` in directory row `r`.
+    fn field(&self, r: usize, at: usize) -> u32 {
+        u32_le(self.dirs, r * DIR_ROW + at)
+    }
+
+    /// Row `r`'s first entry and first child, or the ends past the last row.
+    fn starts(&self, r: usize) -> (u32, u32) {
+        if r < self.n_dirs as usize {
+            (self.field(r, 16), self.field(r, 20))
+        } else {
+            (self.n_entries, self.n_dirs)
+        }
     }
 
     /// The root's real path.
@@ -394,7 +648,7 @@ impl<'a> Index<'a> {
     }
 
     pub fn dir_count(&self) -> usize {
-        self.dirs.len() / DIR_ROW
+        self.n_dirs as usize
     }
 
     /// Bytes of names.
@@ -403,17 +657,138 @@ impl<'a> Index<'a> {
     }
 
     pub fn entry_count(&self) -> usize {
-        self.entries.len() / ENTRY_ROW
+        self.n_entries as usize
+    }
+
+    /// How many names the name table holds (ids are below this).
+    pub fn name_count(&self) -> usize {
+        self.name_count as usize
+    }
+
+    /// The name with id `id` (below [`name_count`](Self::name_count)).
+    pub fn name(&self, id: u32) -> &'a [u8] {
+        let id = id as usize;
+        let mut at = u32_le(self.name_index, id / NAME_BLOCK * 4) as usize;
+        for _ in 0..id % NAME_BLOCK {
+            at = name_at(self.names, at).map_or(at, |(_, next)| next);
+        }
+        name_at(self.names, at).map_or(&[], |(name, _)| name)
+    }
+
+    /// Every name with its id, in id order.
+    pub fn names(&self) -> impl Iterator<Item = (u32, &'a [u8])> + 'a {
+        let bytes = self.names;
+        let mut at = 0;
+        (0..self.name_count).map_while(move |id| {
+            let (name, next) = name_at(bytes, at)?;
+            at = next;
+            Some((id, name))
+        })
+    }
+
+    /// The name table's bytes: each name after its length (LEB128), in id
+    /// order. Searching them for a string finds the names holding it at
+    /// once (see [`name_holding`](Self::name_holding)).
+    pub fn name_table(&self) -> &'a [u8] {
+        self.names
+    }
+
+    /// The name holding byte `at` of the [`name_table`](Self::name_table)
+    /// (its length counts as its own): its id, itself, and where the next starts.
+    pub fn name_holding(&self, at: usize) -> Option<(u32, &'a [u8], usize)> {
+        let blocks = self.name_index.len() / 4;
+        let (mut lo, mut hi) = (0, blocks);
+        // The last block starting at or before `at`.
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if u32_le(self.name_index, mid * 4) as usize <= at {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let mut start = u32_le(self.name_index, lo * 4) as usize;
+        for k in 0..NAME_BLOCK {
+            let id = (lo * NAME_BLOCK + k) as u32;
+            if id >= self.name_count {
+                break;
+            }
+            let (name, next) = name_at(self.names, start)?;
+            if at < next {
+                return Some((id, name, next));
+            }
+            start = next;
+        }
+        None
+    }
+
+    /// Entry `e` (below [`entry_count`](Self::entry_count)): its name's id and its type.
+    pub fn entry(&self, e: usize) -> (u32, FileType) {
+        let w = u32_le(self.entries, e * 4);
+        (w & ID_MASK, type_of(w))
+    }
+
+    /// The name ids of all entries, in entry order (entries of a directory
+    /// are contiguous, directories in row order).
+    pub fn entry_name_ids(&self) -> impl Iterator<Item = u32> + 'a {
+        self.entries
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) & ID_MASK)
+    }
+
+    /// The entries' table: a little-endian u32 each, the name id in its
+    /// low 28 bits (for scans that want every entry at SIMD speed).
+    pub fn entry_words(&self) -> &'a [u8] {
+        self.entries
+    }
+
+    /// The low bits of an [`entry_words`](Self::entry_words) word that are its name id.
+    pub const ID_MASK: u32 = ID_MASK;
+
+    /// The row of the directory holding entry `e`.
+    pub fn dir_of_entry(&self, e: usize) -> u32 {
+        let e = e as u32;
+        let (mut lo, mut hi) = (0, self.n_dirs as usize);
+        // The last row whose first entry is at or before `e`.
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if self.field(mid, 16) <= e {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo as u32
+    }
+
+    /// The row holding directory `row` and the entry naming it; `None` for the root.
+    pub fn parent(&self, row: u32) -> Option<(u32, usize)> {
+        if row == 0 || row >= self.n_dirs {
+            return None;
+        }
+        let (mut lo, mut hi) = (0, self.n_dirs as usize);
+        // The last row whose first child is at or before `row`.
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if self.field(mid, 20) <= row {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        let parent = self.dir(lo as u32);
+        let (first, _) = self.starts(lo);
+        let k = row - self.field(lo, 20);
+        let nth = (first..first + parent.len() as u32)
+            .filter(|&e| self.entry(e as usize).1 == FileType::Dir)
+            .nth(k as usize)?;
+        Some((lo as u32, nth as usize))
     }
 
     /// Directory `row` (0 is the root); rows come from [`Entry::dir`] or
     /// are below [`dir_count`](Self::dir_count).
     pub fn dir(&self, row: u32) -> Dir<'a> {
-        let at = row as usize * DIR_ROW;
-        Dir {
-            index: *self,
-            row: &self.dirs[at..at + DIR_ROW],
-        }
+        Dir { index: *self, row }
     }
 
     /// The directory at `rel` (components separated by `/`, empty for the
@@ -430,44 +805,68 @@ impl<'a> Index<'a> {
 
 impl<'a> Dir<'a> {
     pub fn stamp(&self) -> Stamp {
-        let r = self.row;
+        let index = &self.index;
+        let r = self.row as usize;
+        let at = r * DIR_ROW;
+        let nanos = u64_le(index.dirs, at + 8) as i64;
+        let dev = (index.field(r, 24) >> 8) as usize;
         Stamp {
-            dev: u64_at(r, 0),
-            ino: u64_at(r, 8),
-            mtime: u64_at(r, 16) as i64,
-            mtime_ns: u32_at(r, 24),
-            ctime_ns: u32_at(r, 28),
-            ctime: u64_at(r, 32) as i64,
+            dev: u64_le(index.devs, dev * 8),
+            ino: u64_le(index.dirs, at),
+            ctime: nanos.div_euclid(1_000_000_000),
+            ctime_ns: nanos.rem_euclid(1_000_000_000) as u32,
         }
     }
 
     /// The [`IGNORE_FILES`] it holds, one bit each.
     pub fn ignore_files(&self) -> u32 {
-        u32_at(self.row, 48)
+        self.index.field(self.row as usize, 24) & 0xff
+    }
+
+    /// Its first entry's number (for [`Index::entry`]).
+    pub fn first_entry(&self) -> usize {
+        self.index.starts(self.row as usize).0 as usize
     }
 
     pub fn len(&self) -> usize {
-        u32_at(self.row, 44) as usize
+        let r = self.row as usize;
+        (self.index.starts(r + 1).0 - self.index.starts(r).0) as usize
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// Its entries, sorted by name.
+    /// The rows of its subdirectories, which follow one another.
+    pub fn children(&self) -> std::ops::Range<u32> {
+        let r = self.row as usize;
+        self.index.starts(r).1..self.index.starts(r + 1).1
+    }
+
+    /// Its entries.
     pub fn entries(&self) -> impl ExactSizeIterator<Item = Entry<'a>> + 'a {
-        let first = u32_at(self.row, 40) as usize;
         let index = self.index;
+        self.raw_entries().map(move |(name_id, file_type, dir)| Entry {
+            name: index.name(name_id),
+            name_id,
+            file_type,
+            dir,
+        })
+    }
+
+    /// Its entries without their names: name id, type, directory row.
+    pub fn raw_entries(&self) -> impl ExactSizeIterator<Item = (u32, FileType, Option<u32>)> + 'a {
+        let index = self.index;
+        let first = self.first_entry();
+        let children = self.children();
+        let mut next_child = children.start;
         (first..first + self.len()).map(move |e| {
-            let row = &index.entries[e * ENTRY_ROW..(e + 1) * ENTRY_ROW];
-            let off = u32_at(row, 0) as usize;
-            let len = u16::from_le_bytes([row[4], row[5]]) as usize;
-            let child = u32_at(row, 8);
-            Entry {
-                name: &index.names[off..off + len],
-                file_type: FileType::from_mode(u32::from(row[6]) << 12),
-                dir: (child != NO_DIR).then_some(child),
-            }
+            let (name_id, file_type) = index.entry(e);
+            let dir = (file_type == FileType::Dir && next_child < children.end).then(|| {
+                next_child += 1;
+                next_child - 1
+            });
+            (name_id, file_type, dir)
         })
     }
 }
@@ -490,16 +889,19 @@ mod tests {
     fn sample() -> Vec<u8> {
         let mut w = IndexWriter::new(b"/r", 5);
         w.add_dir(Stamp::default(), 0);
-        w.add_entry(b"a", FileType::Dir, 1);
-        w.add_entry(b"b", FileType::Symlink, NO_DIR);
+        w.add_entry(b"a", FileType::Dir);
+        w.add_entry(b"b", FileType::Symlink);
         w.add_dir(
             Stamp {
                 ino: 7,
-                ..Stamp::default()
+                ctime: -3,
+                ctime_ns: 5,
+                dev: 9,
             },
             1,
         );
-        w.add_entry(b".gitignore", FileType::File, NO_DIR);
+        w.add_entry(b".gitignore", FileType::File);
+        w.add_entry(b"b", FileType::File);
         w.finish()
     }
 
@@ -509,11 +911,34 @@ mod tests {
         let index = Index::parse(&bytes).unwrap();
         assert_eq!(index.built_at(), 5);
         let a = index.find(b"a").unwrap();
-        assert_eq!(index.dir(a).stamp().ino, 7);
+        let stamp = index.dir(a).stamp();
+        assert_eq!((stamp.ino, stamp.ctime, stamp.ctime_ns, stamp.dev), (7, -3, 5, 9));
         assert_eq!(index.dir(a).ignore_files(), 1);
         let names: Vec<_> = index.dir(0).entries().map(|e| (e.name, e.file_type)).collect();
         assert_eq!(names, [(&b"a"[..], FileType::Dir), (&b"b"[..], FileType::Symlink)]);
         assert_eq!(index.find(b"b"), None);
+        assert_eq!(index.name_count(), 3, "b is stored once");
+        assert_eq!(index.parent(a), Some((0, 0)));
+        assert_eq!(index.dir_of_entry(3), a);
+        let long = vec![b'x'; 300];
+        let mut w = IndexWriter::new(b"/", 0);
+        w.add_dir(Stamp::default(), 0);
+        for i in 0..20u8 {
+            w.add_entry(&[&long[..], &[i]].concat(), FileType::File);
+        }
+        let bytes = w.finish();
+        let index = Index::parse(&bytes).unwrap();
+        assert_eq!(index.name(19).len(), 301);
+        let table = index.name_table();
+        let at = table.len() - 1;
+        assert_eq!(
+            index.name_holding(at).map(|(id, _, end)| (id, end)),
+            Some((19, table.len()))
+        );
+        assert_eq!(index.name_holding(table.len()), None);
+        let (id, name, _) = index.name_holding(305).unwrap();
+        assert_eq!((id, name.len()), (1, 301));
+        assert_eq!(index.names().count(), 20);
     }
 
     #[test]
@@ -528,7 +953,7 @@ mod tests {
             assert!(Index::parse(&b).is_err(), "flip at {at}");
         }
         let mut other = bytes.clone();
-        other[8] = 2;
-        assert_eq!(Index::parse(&other).err(), Some(FormatError::Version(2)));
+        other[8] = 3;
+        assert_eq!(Index::parse(&other).err(), Some(FormatError::Version(3)));
     }
 }

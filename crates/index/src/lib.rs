@@ -1,6 +1,6 @@
-//! An index of directory trees for `fnd`: every entry's path bytes and
-//! type, each directory's identity and change stamp (device, inode,
-//! mtime, ctime) and the ignore files it holds; built with the walk,
+//! An index of directory trees for `fnd`: every entry's name and type
+//! (each distinct name stored once), each directory's identity and change
+//! stamp (device, inode, ctime) and the ignore files it holds; built with the walk,
 //! stored compactly, replaced atomically, read through a memory map, and
 //! brought up to date with one `stat` per directory.
 //!
