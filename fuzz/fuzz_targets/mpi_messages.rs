@@ -38,7 +38,8 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         _ => {
-            // Frames of [from, idle, length, bytes...] to rank `mode / 3 % 4` of 4.
+            // Frames of [from, idle (bit 0) and hungry (bit 1), length, bytes...]
+            // to rank `mode / 3 % 4` of 4.
             let rank = usize::from(mode / 3 % 4);
             let mut node = Node::new(rank, 4, Config::default(), 1);
             let mut input = rest;
@@ -51,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
                     let _ = node.receive(usize::from(*from % 5), m, &Pool);
                 }
                 now += 100;
-                node.step(now, idle & 1 == 1, &Pool);
+                node.step(now, idle & 1 == 1, idle & 2 == 2, &Pool);
                 node.drain_outbox().for_each(|(to, b)| {
                     assert!(to < 4 && to != rank);
                     Message::decode(&b).expect("the protocol sends what decodes");
