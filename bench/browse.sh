@@ -16,7 +16,8 @@
 # Each browser runs in a tmux server of its own (120x30 cells), started by
 # /usr/bin/time (for the peak RSS); the screen is read with capture-pane
 # every 20 ms until the status line shows the scan's totals ("Total disk
-# usage"; dua, which draws while it scans: "Processed N entries in"), then
+# usage"; dua, which draws while it scans: "Processed N entries in" without
+# "scanning"), then
 # the browser is sent `q`. The polling costs every browser the same;
 # medians are printed with their ratio to the floor.
 # Installing the others: apt-get install ncdu gdu tmux; cargo install
@@ -41,18 +42,34 @@ add() { # name tool marker args...: measured when the tool is found
 }
 add ncdu ncdu "Total disk usage" .
 add gdu gdu "Total disk usage" --no-mouse .
-add "dua i" dua "Processed [0-9]* entries in" interactive .
+# dua draws while it scans ("Processed N entries in Ts (R/s) -> scanning <-").
+add "dua i" dua 'Processed \d+ entries in [\d.]+s(?!.*scanning)' interactive .
 
-socket=fnd-browse-$$
-at_exit "tmux -L $socket kill-server 2>/dev/null"
+# The harness alone: a "browser" that shows its totals at once. Its time
+# (tmux's start, the polling) is in every browser's, and is printed.
+browsers+=(harness "sh -c 'echo Total disk usage; sleep 0.5'" "Total disk usage")
+
+# A tmux server per run: a server still going away after kill-server
+# must not take the next run's session with it.
+runs_started=0
+kill_servers() {
+    local s
+    for s in /tmp/tmux-"$(id -u)"/fnd-browse-$$-*; do
+        [ -S "$s" ] && tmux -L "${s##*/}" kill-server 2>/dev/null
+    done
+    return 0
+}
+at_exit kill_servers
 
 # first_screen TREE MARKER COMMAND: "MILLISECONDS RSS_KIB" of one run.
 first_screen() {
     local tree=$1 marker=$2 command=$3 rss=$work/rss start now
+    runs_started=$((runs_started + 1))
+    local socket=fnd-browse-$$-$runs_started
     rm -f "$rss"
     start=$(date +%s%N)
     tmux -L "$socket" -f /dev/null new-session -d -x 120 -y 30 -c "$tree" "/usr/bin/time -f %M -o $rss $command"
-    until tmux -L "$socket" capture-pane -p 2>/dev/null | grep -q "$marker"; do
+    until tmux -L "$socket" capture-pane -p 2>/dev/null | grep -qP "$marker"; do
         now=$(date +%s%N)
         if ((now - start > 300000000000)); then
             echo "$script: no first screen from '$command' in 300 s" >&2
