@@ -86,48 +86,13 @@ impl Run<'_> {
             .env_remove("BLOCK_SIZE")
             .env_remove("DU_BLOCK_SIZE")
             .env_remove("BLOCKSIZE")
-            .env_remove("FND_MPI_STATS")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env_remove("FND_MPI_STATS");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
         let _one_at_a_time = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
-        let mut child = cmd.spawn().expect("mpirun and fdu (apt-get install openmpi-bin)");
-        let read = |mut r: Box<dyn std::io::Read + Send>| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                r.read_to_end(&mut v).unwrap();
-                v
-            })
-        };
-        let out = read(Box::new(child.stdout.take().unwrap()));
-        let err = read(Box::new(child.stderr.take().unwrap()));
-        let deadline = Instant::now() + Duration::from_secs(180);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("{:?} {:?} still running after 180 s", self.start, self.args);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let out = Output {
-            status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-        };
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !stderr.contains("panicked"),
-            "{:?} {:?}: {stderr}",
-            self.start,
-            self.args
-        );
-        out
+        let what = format!("{:?} {:?}", self.start, self.args);
+        fnd_test_support::process::run_to_end(cmd, &what, Duration::from_secs(180))
     }
 }
 

@@ -98,42 +98,14 @@ impl<'a> Job<'a> {
             .env_remove("LS_COLORS")
             .env_remove("FND_MPI_STATS")
             .env_remove("FND_MPI_TEST_PAUSE_US")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .env("NO_COLOR", "1");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
         let _one_at_a_time = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
-        let mut child = cmd.spawn().expect("mpirun and fnd (apt-get install openmpi-bin)");
-        let read = |mut r: Box<dyn std::io::Read + Send>| {
-            std::thread::spawn(move || {
-                let mut v = Vec::new();
-                r.read_to_end(&mut v).unwrap();
-                v
-            })
-        };
-        let out = read(Box::new(child.stdout.take().unwrap()));
-        let err = read(Box::new(child.stderr.take().unwrap()));
-        let deadline = Instant::now() + Duration::from_secs(180);
-        let status = loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                break s;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("{:?} {:?} still running after 180 s", self.run, self.args);
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let out = Output {
-            status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-        };
+        let what = format!("{:?} {:?}", self.run, self.args);
+        let out = fnd_test_support::process::run_to_end(cmd, &what, Duration::from_secs(180));
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("panicked"), "{:?} {:?}: {stderr}", self.run, self.args);
         if out.status.success() {
             assert!(
                 !stderr.contains("mpirun") && !stderr.contains("MPI_"),

@@ -3,4 +3,5 @@
 pub mod expected;
 pub mod hostile;
 pub mod layers;
+pub mod process;
 pub mod references;
