@@ -20,7 +20,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rustix::fs::{Mode, OFlags};
 
@@ -617,56 +617,16 @@ fn an_unreadable_directory_is_reported_once() {
     }
 }
 
-/// The process of rank `rank` among the children of `launcher`.
-fn rank_pid(launcher: u32, rank: usize) -> Option<u32> {
-    let children = std::fs::read_to_string(format!("/proc/{launcher}/task/{launcher}/children")).ok()?;
-    children.split_whitespace().find_map(|pid| {
-        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-        let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
-        environ
-            .split(|&b| b == 0)
-            .any(|v| v == wanted.as_bytes())
-            .then(|| pid.parse().ok())
-            .flatten()
-    })
-}
-
 #[test]
 fn a_rank_that_dies_fails_the_job() {
     let (_tmp, root) = tree(big_tree);
     let _one_at_a_time = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
-    let mut child = Command::new("mpirun")
-        .args(["--oversubscribe", "--bind-to", "none", "-n", "3", fnd_bin(), "-u", "."])
+    let mut cmd = Command::new("mpirun");
+    cmd.args(["--oversubscribe", "--bind-to", "none", "-n", "3", fnd_bin(), "-u", "."])
         .arg(&root)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env("FND_MPI_TEST_PAUSE_US", "20000")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let victim = loop {
-        if let Some(pid) = rank_pid(child.id(), 1) {
-            break pid;
-        }
-        assert!(Instant::now() < deadline, "rank 1 never started");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // Let it get going, then kill it.
-    std::thread::sleep(Duration::from_millis(500));
-    let victim = rustix::process::Pid::from_raw(victim as i32).expect("a pid");
-    rustix::process::kill_process(victim, rustix::process::Signal::KILL).expect("kill rank 1");
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the job went on after rank 1 died");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+        .env("FND_MPI_TEST_PAUSE_US", "20000");
+    let status = fnd_test_support::process::job_after_rank_1_dies(cmd);
     assert!(!status.success(), "a job that lost a rank succeeded");
 }

@@ -41,3 +41,52 @@ pub fn run_to_end(mut cmd: Command, what: &str, limit: Duration) -> Output {
     assert!(!text.contains("panicked"), "{what}: {text}");
     out
 }
+
+/// The pid of rank `rank` among the children of an Open MPI launcher
+/// (found by its `OMPI_COMM_WORLD_RANK`).
+pub fn rank_pid(launcher: u32, rank: usize) -> Option<u32> {
+    let children = std::fs::read_to_string(format!("/proc/{launcher}/task/{launcher}/children")).ok()?;
+    let wanted = format!("OMPI_COMM_WORLD_RANK={rank}");
+    children.split_whitespace().find_map(|pid| {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        environ
+            .split(|&b| b == 0)
+            .any(|v| v == wanted.as_bytes())
+            .then(|| pid.parse().ok())
+            .flatten()
+    })
+}
+
+/// Start `mpirun` (`cmd`, with at least two ranks), kill rank 1 with
+/// SIGKILL half a second after it starts, and return how the job ended
+/// (panics if it runs on for a minute).
+pub fn job_after_rank_1_dies(mut cmd: Command) -> std::process::ExitStatus {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mpirun (apt-get install openmpi-bin)");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let victim = loop {
+        if let Some(pid) = rank_pid(child.id(), 1) {
+            break pid;
+        }
+        assert!(Instant::now() < deadline, "rank 1 never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Let it get going, then kill it.
+    std::thread::sleep(Duration::from_millis(500));
+    let victim = rustix::process::Pid::from_raw(victim as i32).expect("a pid");
+    rustix::process::kill_process(victim, rustix::process::Signal::KILL).expect("kill rank 1");
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the job went on after rank 1 died");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
