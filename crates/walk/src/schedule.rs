@@ -80,7 +80,7 @@ where
         // default binding of each rank) must keep more than one read in
         // flight on a slow mount (one rank through a 4 ms FUSE mount:
         // 15.1 s serial, 2.1 s with the pool, 2026-11-26).
-        Order::Parallel if settings.threads <= 1 && settings.io_depth <= 1 => done(serial::run(
+        Order::Parallel if settings.io_depth <= 1 => done(serial::run(
             shared,
             make(),
             if settings.shallow_first { SHALLOW_FRONTIER } else { 0 },

@@ -51,10 +51,9 @@ impl WalkBuilder {
         M: Fn() -> V + Sync,
         D: FnMut(V),
     {
-        let mut shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
-        // Always a pool here, which may grow while reads wait, even from
-        // one thread (a rank bound to one core on a parallel file system).
-        shared.settings.io_depth = shared.settings.threads.max(self.cfg.settings.io_depth);
+        // Always a pool here, which may grow while reads wait, even from one
+        // thread (a rank bound to one core): `resolve` gives it its depth.
+        let shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
         ranks.run(&shared, handle, self.guarded(&shared, &make), |guard| {
             done(guard.into_visitor())
         });
