@@ -282,8 +282,7 @@ impl Export {
                     let kids = trees.pop().expect("a tree per open directory");
                     let name = &self.names[items[i].name.clone()];
                     match trees.last_mut() {
-                        Some(parent) if settings.browse => parent.detailed_dir(name, total[i], detail(i), kids),
-                        Some(parent) => parent.dir(name, total[i], kids),
+                        Some(parent) => parent.entry(name, total[i], kids, settings.browse.then(|| detail(i))),
                         None => run.add_operand(path, usage(i, total[i]), Some(kids), detail(i)),
                     }
                 } else if open.is_empty() {
@@ -308,10 +307,13 @@ impl Export {
                 }
             } else {
                 print(&mut out, i, &path);
-                match trees.last_mut() {
-                    Some(parent) if settings.browse => parent.detailed_leaf(name, total[i], detail(i)),
-                    Some(parent) => parent.leaf(name, total[i]),
-                    None => {}
+                if let Some(parent) = trees.last_mut() {
+                    parent.entry(
+                        name,
+                        total[i],
+                        TreeBuilder::default(),
+                        settings.browse.then(|| detail(i)),
+                    );
                 }
                 path.truncate(parent_len);
             }

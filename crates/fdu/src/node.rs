@@ -349,6 +349,11 @@ impl Node {
         self.run.settings.browse
     }
 
+    /// `detail`, when the tree keeps details.
+    fn kept(&self, detail: Detail) -> Option<Detail> {
+        self.detailed().then_some(detail)
+    }
+
     /// A multiply-linked file judged the first of its links; `-a` prints it
     /// (`print`, with its `name` kept for that or for the tree).
     pub fn add_link(&self, usage: Usage, name: Option<&[u8]>, print: bool, detail: Detail) {
@@ -360,12 +365,9 @@ impl Node {
             self.run.out.write(&line);
         }
         if let Some(tree) = &self.tree {
+            let kept = self.kept(detail);
             let mut tree = tree.lock().unwrap_or_else(|e| e.into_inner());
-            if self.detailed() {
-                tree.detailed_leaf(name, usage.amount, detail);
-            } else {
-                tree.leaf(name, usage.amount);
-            }
+            tree.entry(name, usage.amount, TreeBuilder::default(), kept);
         }
     }
 
@@ -387,12 +389,9 @@ impl Node {
             self.newest.offer(sub.total.stamp);
         }
         if let (Some(kids), Some(tree)) = (sub.tree, &self.tree) {
+            let kept = self.kept(sub.detail);
             let mut tree = tree.lock().unwrap_or_else(|e| e.into_inner());
-            if self.detailed() {
-                tree.detailed_dir(&sub.name, sub.total.amount, sub.detail, kids);
-            } else {
-                tree.dir(&sub.name, sub.total.amount, kids);
-            }
+            tree.entry(&sub.name, sub.total.amount, kids, kept);
         }
     }
 
@@ -426,13 +425,9 @@ impl Node {
                 }
             }
             if let Some(t) = &mut tree {
-                if settings.browse {
-                    let mut detail = s.listed.detail;
-                    detail.flags |= Detail::READ_ERROR;
-                    t.detailed_leaf(&s.name, own.amount, detail);
-                } else {
-                    t.leaf(&s.name, own.amount);
-                }
+                let mut detail = s.listed.detail;
+                detail.flags |= Detail::READ_ERROR;
+                t.entry(&s.name, own.amount, TreeBuilder::default(), self.kept(detail));
             }
         }
         let local = *self.local.get_mut();

@@ -259,7 +259,10 @@ impl EntryFilter for DuFilter {
             }
         };
         scan.progress.entries.fetch_add(1, Relaxed);
-        scan.progress.entered(dir.path);
+        if scan.run.settings.browse {
+            // Only the browser's progress screen shows a path.
+            scan.progress.entered(dir.path);
+        }
         Some(Arc::new(node))
     }
 
@@ -445,11 +448,10 @@ impl Visitor for DuVisitor {
                 entry.write_path(&mut path);
                 run.line(&mut self.lines, usage, &path);
             }
-            if detailed {
+            if keeps_tree {
+                let detail = detailed.then(|| usage::detail(m));
                 self.leaves
-                    .detailed_leaf(entry.name_bytes(), usage.amount, usage::detail(m));
-            } else if keeps_tree {
-                self.leaves.leaf(entry.name_bytes(), usage.amount);
+                    .entry(entry.name_bytes(), usage.amount, TreeBuilder::default(), detail);
             }
         }
         node.add(sum);

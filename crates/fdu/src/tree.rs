@@ -148,7 +148,6 @@ impl TreeNode {
         let details = std::mem::take(&mut kids.details);
         let mut rebuilt = TreeBuilder::default();
         let mut removed = None;
-        let detailed = details.len() == nodes.len();
         for (i, node) in nodes.into_vec().into_iter().enumerate() {
             let detail = details.get(i).copied();
             if i == index {
@@ -161,8 +160,8 @@ impl TreeNode {
                 });
                 continue;
             }
-            let name = node.name_in(&names).to_vec();
-            rebuilt.push(&name, node.amount, node.kids, detail.filter(|_| detailed));
+            // A plain tree has no details: `detail` is then None for all.
+            rebuilt.push(node.name_in(&names), node.amount, node.kids, detail);
         }
         let removed = removed.expect("index of an existing child");
         self.kids = rebuilt.build();
@@ -183,13 +182,13 @@ impl TreeNode {
         }
     }
 
-    /// After an entry somewhere below changed: this one's totals move by
-    /// `change` (and the `index`-th entry's apparent size, when given).
-    pub fn adjust(&mut self, index: Option<usize>, change: Change) {
+    /// After an entry somewhere below changed, through its `index`-th
+    /// entry: this one's totals and that entry's apparent size move by `change`.
+    pub fn adjust(&mut self, index: usize, change: Change) {
         self.amount = self.amount.saturating_add_signed(change.amount);
         if let Some(kids) = &mut self.kids {
             kids.items = kids.items.saturating_add_signed(change.items);
-            if let Some(d) = index.and_then(|i| kids.details.get_mut(i)) {
+            if let Some(d) = kids.details.get_mut(index) {
                 d.apparent = d.apparent.saturating_add_signed(change.apparent);
             }
         }
@@ -241,26 +240,27 @@ pub struct TreeBuilder {
 }
 
 impl TreeBuilder {
+    /// An entry with `kids` below it (none: a file, or a directory with
+    /// nothing in it). With its own `detail` the tree is detailed, and a
+    /// directory's apparent size and error flags take in its entries'.
+    pub fn entry(&mut self, name: &[u8], amount: u64, kids: TreeBuilder, detail: Option<Detail>) {
+        let detail = detail.map(|own| kids.sum_into(own));
+        self.push(name, amount, kids.build(), detail);
+    }
+
     /// A file, or a directory with nothing in it.
     pub fn leaf(&mut self, name: &[u8], amount: u64) {
-        self.dir(name, amount, TreeBuilder::default());
+        self.entry(name, amount, TreeBuilder::default(), None);
     }
 
     /// A directory whose entries are in `kids`.
     pub fn dir(&mut self, name: &[u8], amount: u64, kids: TreeBuilder) {
-        self.push(name, amount, kids.build(), None);
+        self.entry(name, amount, kids, None);
     }
 
     /// A file (or an unreadable directory) of a detailed tree.
     pub fn detailed_leaf(&mut self, name: &[u8], amount: u64, detail: Detail) {
-        self.push(name, amount, None, Some(detail));
-    }
-
-    /// A directory of a detailed tree: `own` is the directory's own
-    /// detail; its apparent size and error flags take in its entries'.
-    pub fn detailed_dir(&mut self, name: &[u8], amount: u64, own: Detail, kids: TreeBuilder) {
-        let detail = kids.sum_into(own);
-        self.push(name, amount, kids.build(), Some(detail));
+        self.entry(name, amount, TreeBuilder::default(), Some(detail));
     }
 
     fn push(&mut self, name: &[u8], amount: u64, kids: Option<Box<Kids>>, detail: Option<Detail>) {

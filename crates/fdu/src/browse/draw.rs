@@ -233,7 +233,7 @@ mod tests {
         let mut sub = TreeBuilder::default();
         sub.detailed_leaf(b"inner", 4096, Detail::new(10, 0, 0));
         let mut top = TreeBuilder::default();
-        top.detailed_dir(b"docs", 8192, Detail::new(4096, 0, Detail::DIR), sub);
+        top.entry(b"docs", 8192, sub, Some(Detail::new(4096, 0, Detail::DIR)));
         top.detailed_leaf(b"locked", 4096, Detail::new(4096, 0, Detail::DIR | Detail::READ_ERROR));
         for i in 0..files {
             top.detailed_leaf(format!("f{i:06}").as_bytes(), 1024, Detail::new(1000, 0, 0));

@@ -356,7 +356,7 @@ impl Model {
         self.root.detail.apparent = self.root.detail.apparent.saturating_add_signed(change.apparent);
         let mut node = &mut self.root.node;
         for &i in &self.path {
-            node.adjust(Some(i), change);
+            node.adjust(i, change);
             node = node.child_mut(i);
         }
     }
@@ -447,10 +447,15 @@ mod tests {
         file(&mut big, "x", 600, 5);
         file(&mut big, "y", 100, 6);
         let mut top = TreeBuilder::default();
-        top.detailed_dir(b"big", 704, Detail::new(4, 1, Detail::DIR), big);
+        top.entry(b"big", 704, big, Some(Detail::new(4, 1, Detail::DIR)));
         file(&mut top, "small", 50, 9);
         file(&mut top, "mid", 300, 3);
-        top.detailed_dir(b"empty", 4, Detail::new(4, 2, Detail::DIR), TreeBuilder::default());
+        top.entry(
+            b"empty",
+            4,
+            TreeBuilder::default(),
+            Some(Detail::new(4, 2, Detail::DIR)),
+        );
         let (node, detail) = top.into_detailed_node(1062, Detail::new(4, 0, Detail::DIR));
         let mut root = Root::new(b"r", node);
         root.detail = detail;
