@@ -335,12 +335,7 @@ fn bad_usage_is_reported_once_with_du_s_status() {
 
 #[test]
 fn an_unreadable_directory_is_reported_once() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root, to run the job as nobody (root reads every directory)");
-        return;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
+    if !fnd_test_support::hostile::nobody_available() {
         return;
     }
     let dir = tree();

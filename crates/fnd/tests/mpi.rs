@@ -590,12 +590,7 @@ fn options_that_need_one_process_are_refused_in_one_line() {
 
 #[test]
 fn an_unreadable_directory_is_reported_once() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: needs root, to run the job as nobody (root reads every directory)");
-        return;
-    }
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: setpriv (util-linux) is not installed");
+    if !fnd_test_support::hostile::nobody_available() {
         return;
     }
     let (_tmp, root) = tree(big_tree);

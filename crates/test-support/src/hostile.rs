@@ -332,6 +332,21 @@ pub fn permission_tree() -> Option<tempfile::TempDir> {
     Some(tmp)
 }
 
+/// Whether a test can run a program as `nobody` through setpriv, so that
+/// permissions apply: as root (which reads every directory), with setpriv
+/// installed. Says why not when it cannot.
+pub fn nobody_available() -> bool {
+    if !rustix::process::geteuid().is_root() {
+        crate::references::skip("needs root, to run as nobody (root reads every directory)");
+        return false;
+    }
+    if Command::new("setpriv").arg("--version").output().is_err() {
+        crate::references::skip("setpriv (util-linux) is not installed");
+        return false;
+    }
+    true
+}
+
 /// Run `program args… root` as `nobody`, so that permissions apply (root
 /// reads everything). None, saying so, when setpriv cannot.
 pub fn as_nobody(program: &str, args: &[&str], root: &Path) -> Option<std::process::Output> {
