@@ -83,6 +83,7 @@ impl WalkBuilder {
                     max_depth: None,
                     follow_links: false,
                     same_file_system: false,
+                    roots_within: None,
                     skip_hidden: false,
                     metadata: false,
                     sort: None,
@@ -269,6 +270,31 @@ impl WalkBuilder {
     /// ```
     pub fn follow_links(mut self, yes: bool) -> Self {
         self.cfg.settings.follow_links = yes;
+        self
+    }
+
+    /// Say that every root lies within `dir`, a real path (no symbolic
+    /// link, `.` or `..`), with no symbolic link between: the walk then
+    /// learns what it needs of the mounts from `dir` alone, not from each
+    /// root. For many roots in one tree (an index brought up to date walks
+    /// from each changed directory, 1,400 of them 20 levels down in a tree
+    /// of a million entries), resolving each root's real path took a third
+    /// of the walk. A root elsewhere is still walked, only maybe with one
+    /// more `getdents64` call per directory than needed, or one less than
+    /// a network file system under `dir` wants.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    /// #
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+    /// # std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    /// let tree = dir.path().canonicalize().unwrap();
+    /// let walk = WalkBuilder::new(tree.join("a")).add_root(tree.join("c")).roots_within(&tree);
+    /// assert_eq!(walk.iter().count(), 3);
+    /// ```
+    pub fn roots_within(mut self, dir: impl AsRef<Path>) -> Self {
+        self.cfg.settings.roots_within = Some(dir.as_ref().to_path_buf());
         self
     }
 

@@ -56,8 +56,7 @@ fn real_path(root: &Path) -> Option<PathBuf> {
         let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
         let path = rustix::fs::readlink(link, Vec::new()).ok()?.into_bytes();
         // A removed directory reads as "/old/path (deleted)".
-        (path.starts_with(b"/") && !path.ends_with(b" (deleted)"))
-            .then(|| PathBuf::from(OsString::from_vec(path)))
+        (path.starts_with(b"/") && !path.ends_with(b" (deleted)")).then(|| PathBuf::from(OsString::from_vec(path)))
     };
     from_descriptor().or_else(|| root.canonicalize().ok())
 }

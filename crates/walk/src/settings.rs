@@ -11,7 +11,7 @@
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -57,6 +57,9 @@ pub(crate) struct Settings {
     pub(crate) max_depth: Option<usize>,
     pub(crate) follow_links: bool,
     pub(crate) same_file_system: bool,
+    /// A real path every root lies within, with no symbolic link between:
+    /// the mounts that matter are those of this one path.
+    pub(crate) roots_within: Option<PathBuf>,
     pub(crate) skip_hidden: bool,
     /// Stat every yielded entry before its chunk is visited.
     pub(crate) metadata: bool,
@@ -96,8 +99,14 @@ impl Shared {
     /// on the first call (see `mounts`).
     pub(crate) fn short_read_ends(&self) -> bool {
         *self.short_read_ends.get_or_init(|| {
-            let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
-            crate::mounts::short_read_ends(roots, self.settings.follow_links)
+            let follow = self.settings.follow_links;
+            match &self.settings.roots_within {
+                Some(within) => crate::mounts::short_read_ends([within.as_path()], follow),
+                None => {
+                    let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
+                    crate::mounts::short_read_ends(roots, follow)
+                }
+            }
         })
     }
 

@@ -473,6 +473,7 @@ mod tests {
             max_depth: None,
             follow_links: true,
             same_file_system: true,
+            roots_within: None,
             skip_hidden: false,
             metadata: false,
             sort: None,

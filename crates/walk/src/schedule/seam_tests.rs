@@ -26,6 +26,7 @@ fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Opt
         max_depth: None,
         follow_links,
         same_file_system: false,
+        roots_within: None,
         skip_hidden: false,
         metadata: false,
         sort: None,
