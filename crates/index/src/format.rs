@@ -387,6 +387,25 @@ impl IndexWriter {
         self.entries.push(t << TYPE_SHIFT | id & ID_MASK);
     }
 
+    /// Entries of the last directory started, as an index's
+    /// [`entry_words`](Index::entry_words) hold them, their names' ids
+    /// those of the index this writer took its names from; returns how
+    /// many are directories.
+    pub fn add_entry_words(&mut self, words: &[u8]) -> usize {
+        let before = self.entries.len();
+        self.entries.extend(
+            words
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default())),
+        );
+        let dirs = self.entries[before..]
+            .iter()
+            .filter(|&&e| e >> TYPE_SHIFT == DIR_NIBBLE)
+            .count();
+        self.children += dirs as u32;
+        dirs
+    }
+
     /// The file's bytes.
     pub fn finish(mut self) -> Vec<u8> {
         if self.inherited {
