@@ -27,7 +27,6 @@
 //! a whole index or a clean error.
 
 use std::fmt;
-use std::hash::BuildHasherDefault;
 
 use fnd_walk::{FileType, Metadata};
 
@@ -164,6 +163,11 @@ pub fn seal(file: &mut [u8]) {
     }
 }
 
+fn name_hash(name: &[u8]) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
+}
+
 /// Distinct names, each given an id (its place): those of an index being
 /// written, or those a listing found.
 #[derive(Default)]
@@ -171,7 +175,11 @@ pub struct NameTable {
     index: Vec<u32>,
     bytes: Vec<u8>,
     count: u32,
-    ids: std::collections::HashMap<Box<[u8]>, u32, BuildHasherDefault<rustc_hash::FxHasher>>,
+    /// Each name interned, as its id and where it starts in `bytes`: no
+    /// copy of the name and 8 bytes a slot (a map from a boxed copy of
+    /// each name, growing as a thread listed, was a fifth of a build's
+    /// CPU time, most of it waiting on memory).
+    ids: hashbrown::HashTable<(u32, u32)>,
 }
 
 impl NameTable {
@@ -251,11 +259,18 @@ impl NameTable {
 
     /// The id of `name`, added if it is new.
     pub fn intern(&mut self, name: &[u8]) -> u32 {
-        if let Some(&id) = self.ids.get(name) {
+        let hash = name_hash(name);
+        let bytes = &self.bytes;
+        let is_name = |&(_, at): &(u32, u32)| name_at(bytes, at as usize).is_some_and(|(n, _)| n == name);
+        if let Some(&(id, _)) = self.ids.find(hash, is_name) {
             return id;
         }
+        let at = self.bytes.len() as u32;
         let id = self.push(name);
-        self.ids.insert(name.into(), id);
+        let bytes = &self.bytes;
+        self.ids.insert_unique(hash, (id, at), |&(_, at)| {
+            name_at(bytes, at as usize).map_or(0, |(n, _)| name_hash(n))
+        });
         id
     }
 }
