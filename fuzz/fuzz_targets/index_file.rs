@@ -1,12 +1,15 @@
 //! Index files: whatever the bytes (checksum made right, so that damage
 //! reaches the tables), reading is an error or an index that can be
-//! walked whole, up from any directory and from any byte of its names.
+//! walked whole, up from any directory and from any byte of its names,
+//! and copied as a refresh copies its unchanged directories into an index
+//! that reads again.
 //! Run with `cargo +nightly fuzz run index_file`.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-use fnd_index::format::{seal, Index};
+use fnd_index::build::{write, Listed, Old, Source};
+use fnd_index::format::{seal, Index, IndexWriter};
 
 fuzz_target!(|bytes: &[u8]| {
     let mut sealed = bytes.to_vec();
@@ -42,5 +45,18 @@ fuzz_target!(|bytes: &[u8]| {
             assert!(next > at && (id as usize) < names && !name.is_empty());
         }
         let _ = index.find(b"a/b");
+        let old = Old {
+            index,
+            relisted: Default::default(),
+            kept: Default::default(),
+        };
+        let copy = write(
+            IndexWriter::with_names_of(&index, 0),
+            &Listed::default(),
+            None,
+            Source::Kept(0),
+            Some(&old),
+        );
+        Index::parse(&copy).expect("a copy of an index reads");
     }
 });
