@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use fnd_index::build::{write, Listed, Old, Source};
+use fnd_index::build::{fill, Listed, Old, Source};
 use fnd_index::format::{seal, Index, IndexWriter};
 
 fuzz_target!(|bytes: &[u8]| {
@@ -50,13 +50,14 @@ fuzz_target!(|bytes: &[u8]| {
             relisted: Default::default(),
             kept: Default::default(),
         };
-        let copy = write(
+        let copy = fill(
             IndexWriter::with_names_of(&index, 0),
             &Listed::default(),
             None,
             Source::Kept(0),
             Some(&old),
-        );
+        )
+        .finish();
         Index::parse(&copy).expect("a copy of an index reads");
     }
 });

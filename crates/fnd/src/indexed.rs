@@ -518,10 +518,14 @@ fn run_boxed<W: Emit + Send>(
             return Err(search);
         }
     };
-    let fresh_bytes;
-    let mut index = mapped.index();
-    match freshness {
+    // The index answered from: the file as mapped, or the one a refresh
+    // saved (the old one unmapped first: with both, and the new one made
+    // in memory, a refresh of million peaked at 41 MB), or, when it could
+    // not be saved, made in memory.
+    let mut fresh_bytes = None;
+    let mapped = match freshness {
         Freshness::StaleOk => {
+            let index = mapped.index();
             let age = build::now() - index.built_at();
             if age > 3600 {
                 note(format_args!(
@@ -531,25 +535,36 @@ fn run_boxed<W: Emit + Send>(
                     age % 3600 / 60
                 ));
             }
+            Some(mapped)
         }
-        Freshness::Checked => match refresh::refresh(&index, search.threads) {
-            Ok(r) => {
-                if let Some(bytes) = r.bytes {
+        Freshness::Checked => match refresh::refresh(&mapped.index(), search.threads) {
+            Ok(refresh::Refresh { writer: None, .. }) => Some(mapped),
+            Ok(refresh::Refresh {
+                writer: Some(mut writer),
+                ..
+            }) => {
+                drop(mapped);
+                let saved = store::save(&file, &mut writer).ok();
+                if saved.is_none() {
                     // A query answers even when the index cannot be saved.
-                    let _ = store::write_atomic(&file, &bytes);
-                    fresh_bytes = bytes;
-                    index = match Index::reread(&fresh_bytes) {
-                        Ok(i) => i,
-                        Err(_) => return Err(search),
-                    };
+                    fresh_bytes = Some(writer.finish());
                 }
+                saved
             }
             Err(e) => {
                 note(format_args!("could not check the index: {e}; searching the tree"));
                 return Err(search);
             }
         },
-    }
+    };
+    let index = match (&mapped, &fresh_bytes) {
+        (Some(m), _) => m.index(),
+        (None, Some(bytes)) => match Index::reread(bytes) {
+            Ok(i) => i,
+            Err(_) => return Err(search),
+        },
+        (None, None) => return Err(search),
+    };
     // Every root must lie under the index's root, in a directory it read.
     let index_root = Path::new(OsStr::from_bytes(index.root()));
     let mut starts = Vec::new();

@@ -62,7 +62,12 @@ impl Listed {
     /// How many directories and entries it holds.
     fn counts(&self) -> (usize, usize) {
         let dirs = self.parts.iter().map(|m| m.len()).sum();
-        let entries = self.parts.iter().flat_map(|m| m.values()).map(|l| l.entries.len()).sum();
+        let entries = self
+            .parts
+            .iter()
+            .flat_map(|m| m.values())
+            .map(|l| l.entries.len())
+            .sum();
         (dirs, entries)
     }
 }
@@ -264,10 +269,16 @@ pub struct Old<'a> {
     pub kept: Arc<FxHashMap<Vec<u8>, u32>>,
 }
 
-/// Write the directories breadth-first from `root` into `w`: listed ones
+/// Fill `w` with the directories breadth-first from `root`: listed ones
 /// from `listed` (`ids`: the writer's id for each of its names, when not
 /// the same), kept ones from `old`.
-pub fn write(mut w: IndexWriter, listed: &Listed, ids: Option<&[u32]>, root: Source, old: Option<&Old<'_>>) -> Vec<u8> {
+pub fn fill(
+    mut w: IndexWriter,
+    listed: &Listed,
+    ids: Option<&[u32]>,
+    root: Source,
+    old: Option<&Old<'_>>,
+) -> IndexWriter {
     // The paths of the directories queued, one after another: no
     // allocation per directory.
     let mut paths = Vec::new();
@@ -329,7 +340,7 @@ pub fn write(mut w: IndexWriter, listed: &Listed, ids: Option<&[u32]>, root: Sou
             }
         }
     }
-    w.finish()
+    w
 }
 
 /// Seconds since the epoch.
@@ -356,7 +367,7 @@ pub fn build(root: &Path, threads: usize) -> Vec<u8> {
     let root = root.as_os_str().as_bytes();
     let mut w = IndexWriter::with_table(root, now(), &listed.names);
     w.reserve(dirs, entries, 0);
-    let bytes = write(w, &listed, None, Source::Listed(root.to_vec()), None);
+    let bytes = fill(w, &listed, None, Source::Listed(root.to_vec()), None).finish();
     // Some 280k blocks to free: while the index is saved.
     std::thread::spawn(move || drop(listed));
     bytes

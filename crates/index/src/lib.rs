@@ -26,7 +26,7 @@
 //! std::fs::write(root.join("src/new.rs"), "").unwrap();
 //! let fresh = refresh::refresh(&mapped.index(), 2).unwrap();
 //! assert_eq!(fresh.changed, 1);
-//! let bytes = fresh.bytes.unwrap();
+//! let bytes = fresh.writer.unwrap().finish();
 //! let index = Index::parse(&bytes).unwrap();
 //! assert_eq!(index.dir(index.find(b"src").unwrap()).len(), 1);
 //! ```

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use fnd_walk::meta::stat_path;
 use rustc_hash::FxHashMap;
 
-use crate::build::{list, now, write, Old, Skip, Source};
+use crate::build::{fill, list, now, Old, Skip, Source};
 use crate::format::{Index, IndexWriter, Stamp};
 
 /// The path of directory `row`, from its parents' names.
@@ -174,8 +174,9 @@ fn mark_all_below(index: &Index<'_>, row: u32, out: &mut Vec<u32>) {
 
 /// How a refresh went.
 pub struct Refresh {
-    /// The new index's bytes; `None` when nothing changed.
-    pub bytes: Option<Vec<u8>>,
+    /// The new index, to be written ([`IndexWriter::finish_to`], or
+    /// [`store::save`](crate::store::save)); `None` when nothing changed.
+    pub writer: Option<IndexWriter>,
     /// Directories whose stamp had changed.
     pub changed: usize,
 }
@@ -197,7 +198,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     let n_changed = changed.iter().filter(|&&c| c).count();
     if n_changed == 0 {
         return Ok(Refresh {
-            bytes: None,
+            writer: None,
             changed: 0,
         });
     }
@@ -244,9 +245,9 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     let mut w = IndexWriter::with_names_of(index, now());
     w.reserve(index.dir_count(), index.entry_count(), 0);
     let ids: Vec<u32> = listed.names.iter().map(|n| w.intern(n)).collect();
-    let bytes = write(w, &listed, Some(&ids), root, Some(&old));
+    let writer = fill(w, &listed, Some(&ids), root, Some(&old));
     Ok(Refresh {
-        bytes: Some(bytes),
+        writer: Some(writer),
         changed: n_changed,
     })
 }

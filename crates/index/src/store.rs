@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
-use crate::format::{checksum, FormatError, Index};
+use crate::format::{checksum, FormatError, Index, IndexWriter};
 
 /// The folder of the indexes: `$XDG_CACHE_HOME/fnd` or `~/.cache/fnd`.
 pub fn cache_dir() -> Option<PathBuf> {
@@ -35,6 +35,23 @@ pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
 
 /// Replace `file` with `bytes` atomically, creating its folder (0700) if need be.
 pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace(file, |f| f.write_all(bytes)).map(drop)
+}
+
+/// Replace `file` with the index `writer` holds, written as it is made
+/// (see [`IndexWriter::finish_to`]), and map what was written.
+pub fn save(file: &Path, writer: &mut IndexWriter) -> Result<Mapped, OpenError> {
+    let written = replace(file, |f| {
+        let mut out = io::BufWriter::with_capacity(1 << 16, f);
+        writer.finish_to(&mut out)?;
+        out.flush()
+    });
+    Mapped::from_file(&written.map_err(OpenError::Io)?)
+}
+
+/// Replace `file` with what `fill` writes, atomically; the file written,
+/// open for reading.
+fn replace(file: &Path, fill: impl FnOnce(&mut fs::File) -> io::Result<()>) -> io::Result<fs::File> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -45,6 +62,7 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = dir.join(tmp_name);
     let result = (|| {
         let mut f = fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
@@ -52,8 +70,9 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
         // No fsync: readers see the file whole through the rename; after a
         // crash a torn file is refused by its checksum and rebuilt. An
         // fsync of 29 MB added a fifth to a build of a million entries.
-        f.write_all(bytes)?;
-        fs::rename(&tmp, file)
+        fill(&mut f)?;
+        fs::rename(&tmp, file)?;
+        Ok(f)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -91,10 +110,14 @@ impl Mapped {
             io::ErrorKind::NotFound => OpenError::Missing,
             _ => OpenError::Io(e),
         })?;
+        Mapped::from_file(&f)
+    }
+
+    fn from_file(f: &fs::File) -> Result<Mapped, OpenError> {
         // SAFETY: the file is only ever replaced by rename, never written
         // in place, so the mapped bytes do not change under us; a file
         // truncated by someone else would fault, as with any mapped file.
-        let map = unsafe { Mmap::map(&f) }.map_err(OpenError::Io)?;
+        let map = unsafe { Mmap::map(f) }.map_err(OpenError::Io)?;
         Index::parse(&map).map_err(OpenError::Format)?;
         Ok(Mapped { map })
     }
@@ -102,5 +125,45 @@ impl Mapped {
     /// The index (checked when opened).
     pub fn index(&self) -> Index<'_> {
         Index::reread(&self.map).expect("checked when opened")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::Stamp;
+    use fnd_walk::FileType;
+
+    fn writer() -> IndexWriter {
+        let mut w = IndexWriter::new(b"/r", 5);
+        w.add_dir(Stamp::default(), 0);
+        w.add_entry(b"a", FileType::File);
+        w
+    }
+
+    #[test]
+    fn a_saved_index_is_the_one_mapped_and_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cache/fnd/x.fndidx");
+        let mapped = save(&file, &mut writer()).unwrap();
+        assert_eq!(&mapped.map[..], &writer().finish()[..]);
+        assert_eq!(fs::read(&file).unwrap(), writer().finish());
+        assert_eq!(fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+        let folder = fs::metadata(file.parent().unwrap()).unwrap();
+        assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            fs::read_dir(file.parent().unwrap()).unwrap().count(),
+            1,
+            "no temporary file left"
+        );
+    }
+
+    #[test]
+    fn an_index_that_cannot_be_saved_is_an_error_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("plain"), "").unwrap();
+        assert!(save(&dir.path().join("plain/x.fndidx"), &mut writer()).is_err());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 }
