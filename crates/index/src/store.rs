@@ -40,6 +40,18 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Replace `file` with the index `writer` holds, written as it is made
 /// (see [`IndexWriter::finish_to`]), and map what was written.
+///
+/// ```
+/// use fnd_index::format::{IndexWriter, Stamp};
+/// use fnd_index::store;
+///
+/// # let cache = tempfile::tempdir().unwrap();
+/// let file = cache.path().join("fnd/src.fndidx");
+/// let mut w = IndexWriter::new(b"/src", 0);
+/// w.add_dir(Stamp::default(), 0);
+/// let mapped = store::save(&file, &mut w).unwrap();
+/// assert_eq!(mapped.index().dir_count(), 1);
+/// ```
 pub fn save(file: &Path, writer: &mut IndexWriter) -> Result<Mapped, OpenError> {
     let written = replace(file, |f| {
         let mut out = io::BufWriter::with_capacity(1 << 16, f);
