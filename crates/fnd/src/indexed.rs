@@ -84,8 +84,7 @@ pub fn build_indexes(roots: &[PathBuf], file: Option<&Path>, threads: usize) -> 
                 }
             },
         };
-        let bytes = build::build(&real, threads);
-        if let Err(e) = store::write_atomic(&target, &bytes) {
+        if let Err(e) = store::write_index(&target, &mut build::build(&real, threads)) {
             print_error(format_args!("could not write the index '{}': {e}", target.display()));
             ok = false;
         }

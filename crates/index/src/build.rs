@@ -350,27 +350,29 @@ pub fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
-/// Build the index of `root` (a real path) with `threads` walking threads.
+/// Build the index of `root` (a real path) with `threads` walking threads:
+/// its tables, to be written ([`IndexWriter::finish`], or
+/// [`store::write_index`](crate::store::write_index)).
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// # std::fs::create_dir(dir.path().join("src")).unwrap();
 /// # std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
 /// let root = dir.path().canonicalize().unwrap();
-/// let bytes = fnd_index::build::build(&root, 2);
+/// let bytes = fnd_index::build::build(&root, 2).finish();
 /// let index = fnd_index::format::Index::parse(&bytes).unwrap();
 /// assert_eq!(index.entry_count(), 2);
 /// ```
-pub fn build(root: &Path, threads: usize) -> Vec<u8> {
+pub fn build(root: &Path, threads: usize) -> IndexWriter {
     let listed = list(&[root.to_path_buf()], None, threads, None);
     let (dirs, entries) = listed.counts();
     let root = root.as_os_str().as_bytes();
     let mut w = IndexWriter::with_table(root, now(), &listed.names);
     w.reserve(dirs, entries, 0);
-    let bytes = fill(w, &listed, None, Source::Listed(root.to_vec()), None).finish();
+    let w = fill(w, &listed, None, Source::Listed(root.to_vec()), None);
     // Some 280k blocks to free: while the index is saved.
     std::thread::spawn(move || drop(listed));
-    bytes
+    w
 }
 
 #[cfg(test)]
@@ -388,7 +390,7 @@ mod tests {
         }
         std::fs::write(root.join("b/f"), "").unwrap();
         for _ in 0..3 {
-            let bytes = build(&root, 2);
+            let bytes = build(&root, 2).finish();
             let index = Index::parse(&bytes).unwrap();
             for d in ["", "a", "a/empty", "b", "c", "c/d", "c/d/e"] {
                 let row = index.find(d.as_bytes()).unwrap();

@@ -33,11 +33,6 @@ pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
     dir.join(OsString::from_vec(name))
 }
 
-/// Replace `file` with `bytes` atomically, creating its folder (0700) if need be.
-pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
-    replace(file, |f| f.write_all(bytes)).map(drop)
-}
-
 /// Replace `file` with the index `writer` holds, written as it is made
 /// (see [`IndexWriter::finish_to`]), and map what was written.
 ///
@@ -53,16 +48,24 @@ pub fn write_atomic(file: &Path, bytes: &[u8]) -> io::Result<()> {
 /// assert_eq!(mapped.index().dir_count(), 1);
 /// ```
 pub fn save(file: &Path, writer: &mut IndexWriter) -> Result<Mapped, OpenError> {
-    let written = replace(file, |f| {
+    Mapped::from_file(&write_file(file, writer).map_err(OpenError::Io)?)
+}
+
+/// Replace `file` with the index `writer` holds, written as it is made.
+pub fn write_index(file: &Path, writer: &mut IndexWriter) -> io::Result<()> {
+    write_file(file, writer).map(drop)
+}
+
+fn write_file(file: &Path, writer: &mut IndexWriter) -> io::Result<fs::File> {
+    replace(file, |f| {
         let mut out = io::BufWriter::with_capacity(1 << 16, f);
         writer.finish_to(&mut out)?;
         out.flush()
-    });
-    Mapped::from_file(&written.map_err(OpenError::Io)?)
+    })
 }
 
-/// Replace `file` with what `fill` writes, atomically; the file written,
-/// open for reading.
+/// Replace `file` with what `fill` writes, atomically, creating its folder
+/// (0700) if need be; the file written, open for reading.
 fn replace(file: &Path, fill: impl FnOnce(&mut fs::File) -> io::Result<()>) -> io::Result<fs::File> {
     let dir = file
         .parent()
