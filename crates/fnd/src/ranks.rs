@@ -7,9 +7,12 @@
 //! 2. Rank 0 writes to the launcher's own stdout and stderr when it can
 //!    (`fnd_mpi::stdio`), and decides for everyone how output looks
 //!    (a terminal or not, `NO_COLOR`, `LS_COLORS`, the host of hyperlinks).
+//!    When the launcher says which rank it is, it resolves its options and
+//!    starts walking before MPI is up (`Resolved::early`).
 //! 3. Every rank resolves its options; they agree that all succeeded and
 //!    that all see the same search paths, or the first that failed says
-//!    why (once) and the job ends with status 1.
+//!    why (once) and the job ends with status 1 (rank 0 stops a walk it
+//!    started early).
 //! 4. The walk is shared (`fnd_walk::ranks`); each rank sends its results
 //!    and commands' output to rank 0 in chunks of whole records
 //!    (`crate::forward`), and its error messages to rank 0's stderr.
@@ -22,12 +25,13 @@
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use clap::Parser;
 use fnd_mpi::codec::{Reader, Writer as Encoder};
 use fnd_mpi::launch::Launched;
-use fnd_mpi::{Job, Stream, Tuning, World};
+use fnd_mpi::{Job, Prepared, Stream, Tuning, World};
 use fnd_output::Writer;
 use fnd_walk::ranks::{OnRanks, RankCounts, Ranks};
 
@@ -61,14 +65,22 @@ pub fn run(launched: Launched) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let adopted = if speaks {
-        fnd_mpi::stdio::adopt_launcher_output()
-    } else {
-        Default::default()
+    let decided = speaks.then(|| {
+        let adopted = fnd_mpi::stdio::adopt_launcher_output();
+        rank_0_output_env(adopted)
+    });
+    // Rank 0 resolves its options before MPI is up, and starts walking
+    // (see `Resolved`).
+    let early = match (launched.rank, &decided) {
+        (Some(0), Some((env, stderr_is_terminal))) => {
+            report_errors(None, Some(*stderr_is_terminal));
+            Some(Resolved::early(Config::new_in(&cli, env), launched.tasks as usize))
+        }
+        _ => None,
     };
     let world = World::init("fnd").unwrap_or_else(|e| e.exit());
     let rank = world.rank();
-    let code = run_job(&world, &cli, adopted);
+    let code = run_job(&world, &cli, decided, early);
     drop(world);
     if rank == 0 {
         ExitCode::from(code)
@@ -91,15 +103,25 @@ fn refusal(cli: &Cli) -> Option<&'static str> {
     None
 }
 
-/// Rank 0's decisions about output, for every rank.
-fn output_env(world: &World, adopted: fnd_mpi::stdio::Adopted) -> (OutputEnv, bool) {
+/// How rank 0's output looks (its stdout a terminal or not, `NO_COLOR`,
+/// `LS_COLORS`, the host of hyperlinks), and whether its stderr is a
+/// terminal.
+fn rank_0_output_env(adopted: fnd_mpi::stdio::Adopted) -> (OutputEnv, bool) {
+    let env = OutputEnv {
+        stdout_is_terminal: fnd_mpi::stdio::is_terminal(rustix::stdio::stdout(), adopted.stdout),
+        ..OutputEnv::here()
+    };
+    (
+        env,
+        fnd_mpi::stdio::is_terminal(rustix::stdio::stderr(), adopted.stderr),
+    )
+}
+
+/// Rank 0's decisions about output (`decided` there), for every rank.
+fn output_env(world: &World, decided: Option<(OutputEnv, bool)>) -> (OutputEnv, bool) {
     let mut mine = Vec::new();
     if world.rank() == 0 {
-        let env = OutputEnv {
-            stdout_is_terminal: fnd_mpi::stdio::is_terminal(rustix::stdio::stdout(), adopted.stdout),
-            ..OutputEnv::here()
-        };
-        let stderr_is_terminal = fnd_mpi::stdio::is_terminal(rustix::stdio::stderr(), adopted.stderr);
+        let (env, stderr_is_terminal) = decided.expect("rank 0 decides before MPI starts");
         mine.push(u8::from(stderr_is_terminal));
         mine.extend_from_slice(&env.encode());
     }
@@ -109,11 +131,11 @@ fn output_env(world: &World, adopted: fnd_mpi::stdio::Adopted) -> (OutputEnv, bo
     (env, bytes[0] == 1)
 }
 
-/// Every rank's options resolved, and the same search paths everywhere;
-/// or why not, said once. `Err` holds rank 0's exit status.
-fn agree(world: &World, config: Result<Config, String>, stderr_is_terminal: bool) -> Result<Config, u8> {
+/// What a rank tells the others of its options: resolved, with these
+/// search paths, or not, and why.
+fn agreement(config: Result<&Config, &str>) -> Vec<u8> {
     let mut mine = Encoder::new();
-    match &config {
+    match config {
         Ok(config) => {
             mine.u8(0).u32(config.search.roots.len() as u32);
             for root in &config.search.roots {
@@ -124,15 +146,22 @@ fn agree(world: &World, config: Result<Config, String>, stderr_is_terminal: bool
             mine.u8(1).bytes(msg.as_bytes());
         }
     };
-    let all = world.all_gather(&mine.finish());
+    mine.finish()
+}
+
+/// Whether every rank resolved its options (this rank's `agreement`, and
+/// why not, `failed`) and sees the same search paths; or why not, said
+/// once. `Err` holds rank 0's exit status.
+fn agree(world: &World, agreement: &[u8], failed: Option<&str>, stderr_is_terminal: bool) -> Result<(), u8> {
+    let all = world.all_gather(agreement);
     let first_failed = all.iter().position(|r| r.first() != Some(&0));
-    if let Some(failed) = first_failed {
+    if let Some(failed_rank) = first_failed {
         // The first rank that failed says why (rank 0's message, usually;
         // another rank's when only it could not resolve its options).
-        if failed == world.rank() {
-            if let Err(msg) = &config {
+        if failed_rank == world.rank() {
+            if let Some(msg) = failed {
                 report_errors(None, Some(stderr_is_terminal));
-                match failed {
+                match failed_rank {
                     0 => print_error(msg),
                     rank => print_error(format_args!("{msg} (on rank {rank} of this MPI job)")),
                 }
@@ -148,7 +177,113 @@ fn agree(world: &World, config: Result<Config, String>, stderr_is_terminal: bool
         }
         return Err(Outcome::Error.code());
     }
-    config.map_err(|_| Outcome::Error.code())
+    Ok(())
+}
+
+/// A rank's options, resolved.
+enum Resolved {
+    /// And its part of the walk started, with what it tells the others.
+    Walking(Part, Vec<u8>),
+    Ready(Box<Config>),
+    Failed(String),
+}
+
+impl Resolved {
+    fn new(config: Result<Config, String>) -> Resolved {
+        config.map_or_else(Resolved::Failed, |config| Resolved::Ready(Box::new(config)))
+    }
+
+    /// Rank 0's options, resolved before MPI is up, in a job of `size`
+    /// ranks. It starts walking at once: `MPI_Init_thread` takes a quarter
+    /// of a second with Open MPI's default transports, and the others take
+    /// part of its work when they are up. Not when it runs commands (a
+    /// `fork` while Open MPI starts can fail with `EFAULT`), nor for the
+    /// tests that pause after each directory (so that every rank starts
+    /// together, and work moves).
+    fn early(config: Result<Config, String>, size: usize) -> Resolved {
+        match config {
+            Ok(config) if matches!(config.output, crate::results::Output::Print(_)) && test_pause().is_none() => {
+                let told = agreement(Ok(&config));
+                Resolved::Walking(Part::start(0, size, config), told)
+            }
+            config => Resolved::new(config),
+        }
+    }
+}
+
+/// The pause after each directory that tests ask for, so that work moves
+/// between the ranks of a small tree.
+fn test_pause() -> Option<Duration> {
+    let micros = std::env::var("FND_MPI_TEST_PAUSE_US").ok()?.parse().ok()?;
+    Some(Duration::from_micros(micros))
+}
+
+/// This rank's part of the walk, on a thread of its own, and its side of
+/// the job, prepared before MPI is up.
+struct Part {
+    ranks: Arc<Ranks>,
+    prepared: Prepared,
+    /// Rank 0's stdout and stderr.
+    here: Option<Arc<Rank0Out>>,
+    /// Whether the search found anything, and whether its commands and
+    /// output succeeded.
+    walking: JoinHandle<(Outcome, bool)>,
+}
+
+impl Part {
+    /// Starts walking: on rank 0 from the roots, elsewhere once the job
+    /// hands this rank directories.
+    fn start(rank: usize, size: usize, config: Config) -> Part {
+        let mut search = config.search;
+        // Results stream at once (fd's first 100 ms sorted is one
+        // process's), and with --max-results each chunk goes to rank 0 to
+        // be counted.
+        search.hold_early = None;
+        search.flush_each_chunk = search.max_results.is_some();
+        let framed = search
+            .max_results
+            .filter(|_| matches!(config.output, crate::results::Output::Print(_)));
+        let ranks = Arc::new(Ranks::new(rank == 0 && !search.walked_roots().is_empty()));
+        if let Some(pause) = test_pause() {
+            ranks.pause_after_each_directory(pause);
+        }
+        let here = (rank == 0).then(|| Arc::new(Rank0Out::new(Writer::stdout(), framed)));
+        let sink = here.clone().map(|h| h as Arc<dyn fnd_mpi::Sink>);
+        let prepared = Job::prepare(rank, size, Tuning::default(), sink);
+        let handle = prepared.handle();
+        let sink = Sink::ranked(
+            config.output,
+            RankOutput::new(handle.clone(), here.clone(), framed.is_some()),
+        );
+        let walking = {
+            let ranks = Arc::clone(&ranks);
+            std::thread::Builder::new()
+                .name("fnd-walk".into())
+                .spawn(move || {
+                    let walker = OnRanks {
+                        ranks: &ranks,
+                        handle: &handle,
+                    };
+                    let outcome = search::run_on(search, || sink.writer(), &walker);
+                    (outcome, sink.finish())
+                })
+                .expect("a thread for the walk")
+        };
+        Part {
+            ranks,
+            prepared,
+            here,
+            walking,
+        }
+    }
+
+    /// Stops a walk started before the job failed to start, and waits for it.
+    fn abandon(self) {
+        let local = self.ranks.local();
+        local.stop();
+        local.over();
+        let _ = self.walking.join();
+    }
 }
 
 /// What one rank hands rank 0 at the end.
@@ -185,52 +320,49 @@ impl RankResult {
     }
 }
 
-/// Steps 2 to 5 of the module doc; rank 0's exit status.
-fn run_job(world: &World, cli: &Cli, adopted: fnd_mpi::stdio::Adopted) -> u8 {
+/// Steps 2 to 5 of the module doc; rank 0's exit status. `decided`
+/// holds rank 0's output settings, `early` its options when it resolved
+/// them before MPI was up.
+fn run_job(world: &World, cli: &Cli, decided: Option<(OutputEnv, bool)>, early: Option<Resolved>) -> u8 {
     let rank = world.rank();
-    let (env, stderr_is_terminal) = output_env(world, adopted);
+    let (env, stderr_is_terminal) = output_env(world, decided);
     // Until the job runs, only rank 0 speaks.
     let quiet: Report = Arc::new(|_| {});
     report_errors((rank != 0).then(|| quiet.clone()), Some(stderr_is_terminal));
-    let config = match agree(world, Config::new_in(cli, &env), stderr_is_terminal) {
-        Ok(config) => config,
-        Err(code) => return code,
+    let resolved = early.unwrap_or_else(|| Resolved::new(Config::new_in(cli, &env)));
+    let agreed = match &resolved {
+        Resolved::Walking(_, told) => agree(world, told, None, stderr_is_terminal),
+        Resolved::Ready(config) => agree(world, &agreement(Ok(config)), None, stderr_is_terminal),
+        Resolved::Failed(msg) => agree(world, &agreement(Err(msg)), Some(msg), stderr_is_terminal),
     };
-    let mut search = config.search;
-    // Results stream at once (fd's first 100 ms sorted is one process's),
-    // and with --max-results each chunk goes to rank 0 to be counted.
-    search.hold_early = None;
-    search.flush_each_chunk = search.max_results.is_some();
-    let framed = search
-        .max_results
-        .filter(|_| matches!(config.output, crate::results::Output::Print(_)));
-    let ranks = Ranks::new(rank == 0 && !search.walked_roots().is_empty());
-    if let Some(pause) = std::env::var("FND_MPI_TEST_PAUSE_US").ok().and_then(|v| v.parse().ok()) {
-        ranks.pause_after_each_directory(Duration::from_micros(pause));
-    }
-    let here = (rank == 0).then(|| Arc::new(Rank0Out::new(Writer::stdout(), framed)));
-    let sink = here.clone().map(|h| h as Arc<dyn fnd_mpi::Sink>);
-    let job = Job::start(world, ranks.local(), Tuning::default(), sink);
-    let handle = job.handle();
+    let part = match (resolved, agreed) {
+        (Resolved::Walking(part, _), Ok(())) => part,
+        (Resolved::Ready(config), Ok(())) => Part::start(rank, world.size(), *config),
+        (Resolved::Walking(part, _), Err(code)) => {
+            part.abandon();
+            return code;
+        }
+        (_, agreed) => return agreed.err().unwrap_or(Outcome::Error.code()),
+    };
+    let Part {
+        ranks,
+        prepared,
+        here,
+        walking,
+    } = part;
+    let handle = prepared.handle();
     if rank != 0 {
-        let to_rank_0 = handle.clone();
         report_errors(
             Some(Arc::new(move |text: &[u8]| {
-                to_rank_0.output(Stream::Stderr, text.to_vec())
+                handle.output(Stream::Stderr, text.to_vec())
             })),
             Some(stderr_is_terminal),
         );
     }
-    let sink = Sink::ranked(
-        config.output,
-        RankOutput::new(handle.clone(), here.clone(), framed.is_some()),
-    );
-    let walker = OnRanks {
-        ranks: &ranks,
-        handle: &handle,
-    };
-    let outcome = search::run_on(search, || sink.writer(), &walker);
-    let commands_ok = sink.finish();
+    let job = prepared.start(world, ranks.local());
+    let (outcome, commands_ok) = walking
+        .join()
+        .unwrap_or_else(|_| fnd_mpi::world::fatal("the walk's thread panicked"));
     // From here on nothing may reach the job's output.
     report_errors((rank != 0).then_some(quiet), Some(stderr_is_terminal));
     let result = RankResult {

@@ -625,3 +625,36 @@ fn a_rank_that_dies_fails_the_job() {
     let status = fnd_test_support::process::job_after_rank_1_dies(cmd);
     assert!(!status.success(), "a job that lost a rank succeeded");
 }
+
+#[test]
+fn ranks_that_see_other_search_paths_end_the_job_in_one_line() {
+    // Rank 0 starts walking before the ranks compare their search paths;
+    // one that sees another tree ends the job all the same.
+    let (_tmp, root) = tree(big_tree);
+    let (mine, other) = (root.join("a1"), root.join("a2"));
+    let _one_at_a_time = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--bind-to",
+        "none",
+        "-q",
+        "-n",
+        "2",
+        fnd_bin(),
+        "-u",
+        ".",
+    ])
+    .arg(&mine)
+    .args([":", "-n", "1", fnd_bin(), "-u", "."])
+    .arg(&other)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .env("NO_COLOR", "1");
+    let out = fnd_test_support::process::run_to_end(cmd, "ranks with other paths", Duration::from_secs(180));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "[fnd error]: rank 2 of this MPI job sees other search paths than rank 0: every rank must see the same tree\n"
+    );
+}

@@ -58,17 +58,47 @@ pub struct Finished {
     pub stats: Stats,
 }
 
-impl<'w> Job<'w> {
-    /// Starts the rank's transport thread (and, on rank 0, the writer of
-    /// other ranks' output, through `sink`, stdout/stderr by default).
-    /// The pool must hold its initial items already: a rank that is idle
-    /// at the start steals.
-    pub fn start(world: &'w World, local: Arc<dyn Local>, tuning: Tuning, sink: Option<Arc<dyn Sink>>) -> Job<'w> {
-        let sink = sink.unwrap_or_else(|| Arc::new(StdSink));
-        let (shared, commands) = Shared::new(world.rank(), world.size(), tuning.window, sink);
-        let shared = Arc::new(shared);
+/// A rank's side of a job before MPI is up: its [`Handle`] works at once,
+/// so a rank that already knows its part (rank 0 holds the roots) can
+/// start walking while `MPI_Init_thread` runs, which takes a quarter of a
+/// second with Open MPI's default transports. Until the job
+/// [starts](Prepared::start), rank 0's output goes straight to its sink,
+/// a stop waits for the job to pass it on, and another rank's output
+/// waits once its window of chunks is full.
+pub struct Prepared {
+    shared: Arc<Shared>,
+    commands: Receiver<Command>,
+    tuning: Tuning,
+}
+
+impl Prepared {
+    /// A handle for the rank's threads.
+    pub fn handle(&self) -> Handle {
+        Handle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Starts the job on `world`, as [`Job::start`] does. Ends the whole
+    /// job (see [`fatal`]) when `world` is not the rank and size this
+    /// was prepared for.
+    pub fn start(self, world: &World, local: Arc<dyn Local>) -> Job<'_> {
+        let Prepared {
+            shared,
+            commands,
+            tuning,
+        } = self;
+        if (shared.rank, shared.size) != (world.rank(), world.size()) {
+            fatal(format!(
+                "the launcher said rank {} of {}, and MPI says rank {} of {}",
+                shared.rank,
+                shared.size,
+                world.rank(),
+                world.size()
+            ));
+        }
         let backlog = Arc::new(AtomicUsize::new(0));
-        let (writer_tx, writer) = if world.rank() == 0 && world.size() > 1 {
+        let (writer_tx, writer) = if shared.rank == 0 && shared.size > 1 {
             let (tx, rx) = crossbeam_channel::unbounded();
             let shared = Arc::clone(&shared);
             let writer = std::thread::Builder::new()
@@ -87,12 +117,37 @@ impl<'w> Job<'w> {
                 .expect("a thread for the MPI transport")
         };
         let _ = shared.thread.set(transport.thread().clone());
+        // What was handed over before the thread was known.
+        shared.wake();
         Job {
             shared,
             transport: Some(transport),
             writer,
             _world: world,
         }
+    }
+}
+
+impl<'w> Job<'w> {
+    /// Prepares rank `rank`'s side of a job of `size` ranks before MPI is
+    /// up (from what the launcher said, [`crate::launch`]); other ranks'
+    /// output goes to `sink` on rank 0, stdout/stderr by default.
+    pub fn prepare(rank: usize, size: usize, tuning: Tuning, sink: Option<Arc<dyn Sink>>) -> Prepared {
+        let sink = sink.unwrap_or_else(|| Arc::new(StdSink));
+        let (shared, commands) = Shared::new(rank, size, tuning.window, sink);
+        Prepared {
+            shared: Arc::new(shared),
+            commands,
+            tuning,
+        }
+    }
+
+    /// Starts the rank's transport thread (and, on rank 0, the writer of
+    /// other ranks' output, through `sink`, stdout/stderr by default).
+    /// The pool must hold its initial items already: a rank that is idle
+    /// at the start steals.
+    pub fn start(world: &'w World, local: Arc<dyn Local>, tuning: Tuning, sink: Option<Arc<dyn Sink>>) -> Job<'w> {
+        Job::prepare(world.rank(), world.size(), tuning, sink).start(world, local)
     }
 
     /// A handle for the rank's threads.

@@ -37,7 +37,7 @@ pub mod world;
 
 pub use codec::Stream;
 #[cfg(feature = "mpi")]
-pub use job::{Finished, Handle, Job};
+pub use job::{Finished, Handle, Job, Prepared};
 pub use output::{Sink, StdSink};
 pub use protocol::{Config, Local, Stats};
 #[cfg(feature = "mpi")]
