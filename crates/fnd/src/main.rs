@@ -21,7 +21,10 @@ fn main() -> ExitCode {
     if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
         // One task of Open MPI's mpirun: print to its stdout directly, not
         // through its slow copy of a pseudo-terminal (see fnd_mpi::stdio).
+        // And on every core it was given, not the one Open MPI bound a
+        // job of one task to by default.
         fnd_mpi::stdio::adopt_launcher_output();
+        fnd_mpi::launch::undo_default_binding();
     }
     fnd::run()
 }

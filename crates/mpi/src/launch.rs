@@ -77,6 +77,60 @@ pub fn launched() -> Option<Launched> {
     launched_in(|v| std::env::var(v).ok())
 }
 
+/// Whether Open MPI bound this task to its cores by its own default, not
+/// because the command line or the environment asked (`--bind-to`,
+/// `--map-by`, `--cpus-per-rank` each leave their variable beside
+/// `OMPI_MCA_orte_bound_at_launch`).
+///
+/// ```
+/// use fnd_mpi::launch::bound_by_default_in;
+/// let env = |pairs: &'static [(&str, &str)]| {
+///     move |v: &str| pairs.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string())
+/// };
+/// assert!(bound_by_default_in(env(&[("OMPI_MCA_orte_bound_at_launch", "1")])));
+/// assert!(!bound_by_default_in(env(&[
+///     ("OMPI_MCA_orte_bound_at_launch", "1"),
+///     ("OMPI_MCA_hwloc_base_binding_policy", "core"),
+/// ])));
+/// assert!(!bound_by_default_in(env(&[])));
+/// ```
+pub fn bound_by_default_in(get: impl Fn(&str) -> Option<String>) -> bool {
+    const ASKED: [&str; 3] = [
+        "OMPI_MCA_hwloc_base_binding_policy",
+        "OMPI_MCA_rmaps_base_mapping_policy",
+        "OMPI_MCA_rmaps_base_cpus_per_rank",
+    ];
+    get("OMPI_MCA_orte_bound_at_launch").as_deref() == Some("1") && ASKED.iter().all(|v| get(v).is_none())
+}
+
+/// Gives this process the cores of its launcher when Open MPI bound it to
+/// fewer by its own default ([`bound_by_default_in`]); true if it did.
+/// Call it before the process starts any thread: the others inherit it.
+///
+/// That default (one core per rank when a job has at most two ranks)
+/// suits a rank of one thread. A rank here walks with threads of its
+/// own, and rank 0 walks alone while the others start MPI: on two cores
+/// with two ranks, bound, it walks on one core and the other waits. An
+/// explicit `--bind-to`, `--map-by` or `--cpus-per-rank` is kept.
+pub fn undo_default_binding() -> bool {
+    if !bound_by_default_in(|v| std::env::var(v).ok()) {
+        return false;
+    }
+    let Some(launcher) = rustix::process::getppid() else {
+        return false;
+    };
+    let (Ok(mine), Ok(theirs)) = (
+        rustix::thread::sched_getaffinity(None),
+        rustix::thread::sched_getaffinity(Some(launcher)),
+    ) else {
+        return false;
+    };
+    if theirs.count() <= mine.count() {
+        return false;
+    }
+    rustix::thread::sched_setaffinity(None, &theirs).is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +167,24 @@ mod tests {
         assert_eq!(tasks(&batch), None);
         assert_eq!(tasks(&[("PMI_SIZE", "many")]), None);
         assert_eq!(tasks(&[("PMI_SIZE", "")]), None);
+    }
+
+    #[test]
+    fn only_open_mpis_own_binding_is_undone() {
+        let bound = ("OMPI_MCA_orte_bound_at_launch", "1");
+        assert!(bound_by_default_in(env(&[bound, ("OMPI_COMM_WORLD_SIZE", "2")])));
+        // What --bind-to, --map-by and --cpus-per-rank leave beside it.
+        for asked in [
+            ("OMPI_MCA_hwloc_base_binding_policy", "core"),
+            ("OMPI_MCA_rmaps_base_mapping_policy", "ppr:1:core"),
+            ("OMPI_MCA_rmaps_base_cpus_per_rank", "1"),
+        ] {
+            assert!(!bound_by_default_in(env(&[bound, asked])), "{asked:?}");
+        }
+        // --bind-to none.
+        assert!(!bound_by_default_in(env(&[(
+            "OMPI_MCA_hwloc_base_binding_policy",
+            "none"
+        )])));
     }
 }
