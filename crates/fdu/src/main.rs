@@ -17,5 +17,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // One task of Open MPI's mpirun: on every core it was given, not the
+    // one Open MPI bound it to by default.
+    fnd_mpi::launch::undo_default_binding();
     fdu::run()
 }

@@ -3,7 +3,10 @@
 //!
 //! 1. Every rank parses the same command line before MPI starts: a bad
 //!    option, `--help` or an option not supported here never starts it
-//!    (rank 0 speaks, every rank exits; rank 0 with du's status).
+//!    (rank 0 speaks, every rank exits; rank 0 with du's status). A rank
+//!    that Open MPI bound to one core by its own default gets its
+//!    launcher's cores back (`fnd_mpi::launch::undo_default_binding`), and
+//!    rank 0 starts walking its first operand before MPI is up (`Early`).
 //! 2. Per operand that is a directory, a first job walks it over the
 //!    ranks (`fnd_walk::ranks`). A directory another rank reads is set
 //!    aside by its parent's rank and counted there when its total comes
@@ -36,14 +39,14 @@
 //! directory (for tests: work then really moves between ranks).
 
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use fnd_mpi::launch::Launched;
 use fnd_mpi::world::fatal;
-use fnd_mpi::{Handle, Job, Local, Stream, Tuning, World};
+use fnd_mpi::{Handle, Job, Local, Prepared, Stream, Tuning, World};
 use fnd_walk::ranks::{Hold, OnRanks, Ranks};
 use fnd_walk::Metadata;
 
@@ -60,6 +63,7 @@ use crate::wire::{self, Claim, RankEnd, Totals};
 
 /// The whole command as one rank of `launched`'s tasks.
 pub fn run(launched: Launched) -> ExitCode {
+    fnd_mpi::launch::undo_default_binding();
     let speaks = launched.speaks();
     let mut settings = match cli::parse(std::env::args_os().collect()) {
         Ok(Parsed::Run(s)) => *s,
@@ -92,9 +96,12 @@ pub fn run(launched: Launched) -> ExitCode {
         // pseudo-terminal: every rank's lines are written there.
         fnd_mpi::stdio::adopt_launcher_output();
     }
+    // Rank 0 starts measuring its first operand before MPI is up
+    // (`Early`); the others take part of it when they are.
+    let early = (launched.rank == Some(0)).then(|| Early::start(&settings, read.clone(), launched.tasks as usize));
     let world = World::init("fdu").unwrap_or_else(|e| e.exit());
     let rank = world.rank();
-    let code = run_job(&world, settings, read);
+    let code = run_job(&world, settings, read, early);
     drop(world);
     if rank == 0 {
         ExitCode::from(code)
@@ -127,39 +134,130 @@ fn operands(world: &World, settings: &Settings, read: Option<wire::Operands>) ->
     wire::decode_operands(&bytes).unwrap_or_else(|e| fatal(format!("rank 0's operands: {e}")))
 }
 
-/// Steps 2 to 5 of the module doc; rank 0's exit status.
-fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>) -> u8 {
+/// What a rank sets up before its first job: the operands, what they
+/// are, and the scan that measures them.
+struct Setup {
+    operands: Vec<Vec<u8>>,
+    /// Whether `--files0-from` held a bad name.
+    bad_name: bool,
+    metas: Vec<command::OperandMeta>,
+    ids: Vec<Option<(u64, u64)>>,
+    scan: &'static Scan,
+    relay: Arc<Relay>,
+}
+
+impl Setup {
+    /// Rank `rank`'s setup in a job of `size` ranks, or rank 0's exit
+    /// status (it says why).
+    fn new(rank: usize, size: usize, settings: Settings, operands: wire::Operands) -> Result<Setup, u8> {
+        let Some((mut operands, bad_name)) = operands else {
+            return Err(1);
+        };
+        operands.iter_mut().for_each(command::trim_trailing_slashes);
+        let metas = command::stat_operands(&operands, &settings);
+        let ids = command::identities(&metas);
+        let out = if rank == 0 {
+            Output::stdout()
+        } else {
+            Output::forwarded()
+        };
+        let relay = Arc::new(Relay::new(rank, size));
+        let progress: &'static crate::progress::Progress = Box::leak(Box::default());
+        let scan: &'static Scan = match Scan::new(settings, out, &ids, progress) {
+            Ok(scan) => Box::leak(Box::new(scan.with_relay(relay.clone()))),
+            Err(e) => {
+                if rank == 0 {
+                    report(&e);
+                }
+                return Err(1);
+            }
+        };
+        Ok(Setup {
+            operands,
+            bad_name,
+            metas,
+            ids,
+            scan,
+            relay,
+        })
+    }
+
+    /// Whether operand `i` is measured now: not excluded, and not one
+    /// measured already.
+    fn begins(&self, i: usize) -> bool {
+        !self.scan.excluded(&self.operands[i]) && self.scan.begin_operand(i, self.ids[i])
+    }
+}
+
+/// Rank 0's first operand, walked from before MPI is up: `MPI_Init_thread`
+/// takes a quarter of a second with Open MPI's default transports, mostly
+/// waiting. Not for the tests that pause after each directory (every rank
+/// then starts together, so that work moves).
+struct Early {
+    setup: Result<Setup, u8>,
+    /// The first operand's walk, when the first operand is a directory.
+    walk: Option<StartedWalk>,
+}
+
+/// A walk of an operand started before its job: its rank's side of the
+/// job, prepared, and the thread that walks.
+struct StartedWalk {
+    ranks: Ranks,
+    side: JobSide,
+    walking: JoinHandle<Leftovers>,
+}
+
+impl Early {
+    fn start(settings: &Settings, read: Option<wire::Operands>, size: usize) -> Early {
+        let operands = read.unwrap_or_else(|| command::try_read_operands(settings));
+        let setup = Setup::new(0, size, settings.clone(), operands);
+        let walk = match &setup {
+            Ok(setup) if test_pause().is_none() => match setup.metas.first() {
+                Some(Ok(m)) if m.is_dir() && setup.begins(0) => Some(StartedWalk::start(
+                    (0, size),
+                    setup.scan,
+                    &setup.relay,
+                    &setup.operands[0],
+                    m,
+                    None,
+                )),
+                _ => None,
+            },
+            _ => None,
+        };
+        Early { setup, walk }
+    }
+}
+
+/// The pause after each directory that tests ask for, so that work moves
+/// between the ranks of a small tree.
+fn test_pause() -> Option<Duration> {
+    let micros = std::env::var("FND_MPI_TEST_PAUSE_US").ok()?.parse().ok()?;
+    Some(Duration::from_micros(micros))
+}
+
+/// Steps 2 to 5 of the module doc; rank 0's exit status. `early`: rank
+/// 0's setup and first walk, when it started them before MPI was up.
+fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>, early: Option<Early>) -> u8 {
     let rank = world.rank();
-    let Some((mut operands, bad_name)) = operands(world, &settings, read) else {
+    let operands = operands(world, &settings, read);
+    let (setup, mut started) = match early {
+        Some(early) => (early.setup, early.walk),
+        None => (Setup::new(rank, world.size(), settings, operands), None),
+    };
+    let Ok(setup) = setup else {
         return 1;
     };
-    operands.iter_mut().for_each(command::trim_trailing_slashes);
-    let metas = command::stat_operands(&operands, &settings);
-    let ids = command::identities(&metas);
-    let out = if rank == 0 {
-        Output::stdout()
-    } else {
-        Output::forwarded()
-    };
-    let relay = Arc::new(Relay::new(rank, world.size()));
-    let progress: &'static crate::progress::Progress = Box::leak(Box::default());
-    let scan: &'static Scan = match Scan::new(settings, out, &ids, progress) {
-        Ok(scan) => Box::leak(Box::new(scan.with_relay(relay.clone()))),
-        Err(e) => {
-            if rank == 0 {
-                report(&e);
-            }
-            return 1;
-        }
-    };
+    let scan = setup.scan;
     let run = &scan.run;
-    let pause = std::env::var("FND_MPI_TEST_PAUSE_US")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map(Duration::from_micros);
-    let mut failed = bad_name;
-    for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
-        let m = match meta {
+    let pause = test_pause();
+    let mut failed = setup.bad_name;
+    for (i, op) in setup.operands.iter().enumerate() {
+        if let Some(walk) = started.take() {
+            walk_operand(world, scan, &setup.relay, op, walk);
+            continue;
+        }
+        let m = match &setup.metas[i] {
             Ok(m) => m,
             Err(e) => {
                 if rank == 0 {
@@ -169,11 +267,12 @@ fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>) -> u
                 continue;
             }
         };
-        if scan.excluded(op) || !scan.begin_operand(i, ids[i]) {
+        if !setup.begins(i) {
             continue;
         }
         if m.is_dir() {
-            walk_operand(world, scan, &relay, op, m, pause);
+            let walk = StartedWalk::start((rank, world.size()), scan, &setup.relay, op, m, pause);
+            walk_operand(world, scan, &setup.relay, op, walk);
         } else {
             file_operand(world, scan, op, m);
         }
@@ -223,22 +322,51 @@ fn owner(dev: u64, ino: u64, ranks: usize) -> usize {
     ((mixed >> 32) % ranks as u64) as usize
 }
 
-/// Steps 2 to 4 for one operand that is a directory.
-fn walk_operand(
-    world: &World,
-    scan: &'static Scan,
-    relay: &Arc<Relay>,
-    path: &[u8],
-    m: &Metadata,
-    pause: Option<Duration>,
-) {
-    let rank = world.rank();
-    let ranks = Ranks::new(rank == 0);
-    if let Some(pause) = pause {
-        ranks.pause_after_each_directory(pause);
+impl StartedWalk {
+    /// Starts walking `path` (metadata `m`) on this rank's threads, before
+    /// its job starts: from the root on rank 0, elsewhere when directories
+    /// arrive.
+    fn start(
+        (rank, size): (usize, usize),
+        scan: &'static Scan,
+        relay: &Arc<Relay>,
+        path: &[u8],
+        m: &Metadata,
+        pause: Option<Duration>,
+    ) -> StartedWalk {
+        let ranks = Ranks::new(rank == 0);
+        if let Some(pause) = pause {
+            ranks.pause_after_each_directory(pause);
+        }
+        let side = JobSide::prepare(rank, size, scan, relay, &ranks);
+        let handle = side.handle();
+        let (path, m) = (path.to_vec(), *m);
+        let walking = {
+            let ranks = ranks.clone();
+            std::thread::Builder::new()
+                .name("fdu-walk".into())
+                .spawn(move || {
+                    scan.walk_dir(
+                        &path,
+                        &m,
+                        &OnRanks {
+                            ranks: &ranks,
+                            handle: &handle,
+                        },
+                    )
+                })
+                .expect("a thread for the walk")
+        };
+        StartedWalk { ranks, side, walking }
     }
-    let left = in_job(world, scan, relay, &ranks, |handle| {
-        scan.walk_dir(path, m, &OnRanks { ranks: &ranks, handle })
+}
+
+/// Steps 2 to 4 for one operand that is a directory, its walk started.
+fn walk_operand(world: &World, scan: &'static Scan, relay: &Arc<Relay>, path: &[u8], walk: StartedWalk) {
+    let rank = world.rank();
+    let StartedWalk { ranks, side, walking } = walk;
+    let left = side.run(world, || {
+        walking.join().unwrap_or_else(|_| fatal("the walk's thread panicked"))
     });
     if std::env::var_os("FND_MPI_STATS").is_some() {
         use std::io::Write;
@@ -254,7 +382,7 @@ fn walk_operand(
     // No pool: the job only carries totals up while this rank lets go.
     let ranks = Ranks::new(false);
     let busy = ranks.hold();
-    in_job(world, scan, relay, &ranks, move |_| {
+    JobSide::prepare(rank, world.size(), scan, relay, &ranks).run(world, move || {
         relay.send_deferred();
         let Leftovers { sightings, held } = left;
         for i in counted {
@@ -303,43 +431,72 @@ fn gather_trees(world: &World, scan: &Scan) {
     }
 }
 
-/// Runs `work` on this rank as part of a job over `ranks`, whose
-/// application messages are totals for `relay`; returns once the job is
-/// over everywhere and this rank's lines are on their way.
-fn in_job<T>(
-    world: &World,
+/// A rank's side of one job over `ranks`, prepared before the job starts
+/// (so that a walk may start before MPI is up): its application messages
+/// are totals for the relay, absorbed here; totals for other ranks go out
+/// through the job; and, elsewhere than on rank 0, printed lines go to
+/// rank 0.
+struct JobSide {
+    absorber: Absorber,
+    prepared: Prepared,
+    watch: Arc<Watch>,
     scan: &'static Scan,
-    relay: &Arc<Relay>,
-    ranks: &Ranks,
-    work: impl FnOnce(&Handle) -> T,
-) -> T {
-    let absorber = Absorber::start(ranks, relay.clone());
-    let sink: Option<Arc<dyn fnd_mpi::Sink>> = (world.rank() == 0).then(|| Arc::new(Rank0(scan)) as _);
-    // Set before the job starts: a small job may be over before this rank
-    // gets past `Job::start`, and `Watch` takes the courier back then.
-    let courier = Arc::new(JobCourier(OnceLock::new()));
-    relay.set_courier(Some(courier.clone()));
-    let watch = Arc::new(Watch {
-        local: ranks.local(),
-        relay: relay.clone(),
-    });
-    let job = Job::start(world, watch, Tuning::default(), sink);
-    let handle = job.handle();
-    let _ = courier.0.set(handle.clone());
-    if handle.rank() != 0 {
-        let to_rank_0 = handle.clone();
-        scan.run
-            .out
-            .forward_to(Some(Box::new(move |lines| to_rank_0.output(Stream::Stdout, lines))));
+    relay: Arc<Relay>,
+}
+
+impl JobSide {
+    fn prepare(rank: usize, size: usize, scan: &'static Scan, relay: &Arc<Relay>, ranks: &Ranks) -> JobSide {
+        let absorber = Absorber::start(ranks, relay.clone());
+        let sink: Option<Arc<dyn fnd_mpi::Sink>> = (rank == 0).then(|| Arc::new(Rank0(scan)) as _);
+        let prepared = Job::prepare(rank, size, Tuning::default(), sink);
+        // Set before the job starts: a small job may be over before this
+        // rank gets past starting it, and `Watch` takes the courier back
+        // then.
+        relay.set_courier(Some(Arc::new(JobCourier(prepared.handle()))));
+        if rank != 0 {
+            let to_rank_0 = prepared.handle();
+            scan.run
+                .out
+                .forward_to(Some(Box::new(move |lines| to_rank_0.output(Stream::Stdout, lines))));
+        }
+        let watch = Arc::new(Watch {
+            local: ranks.local(),
+            relay: relay.clone(),
+        });
+        JobSide {
+            absorber,
+            prepared,
+            watch,
+            scan,
+            relay: relay.clone(),
+        }
     }
-    let done = work(&handle);
-    job.wait_over();
-    scan.run.out.flush();
-    scan.run.out.forward_to(None);
-    relay.set_courier(None);
-    job.finish(Vec::new());
-    absorber.stop();
-    done
+
+    fn handle(&self) -> Handle {
+        self.prepared.handle()
+    }
+
+    /// Starts the job and runs `work` as this rank's part of it; returns
+    /// once the job is over everywhere and this rank's lines are on their
+    /// way.
+    fn run<T>(self, world: &World, work: impl FnOnce() -> T) -> T {
+        let JobSide {
+            absorber,
+            prepared,
+            watch,
+            scan,
+            relay,
+        } = self;
+        let job = prepared.start(world, watch);
+        let done = work();
+        job.wait_over();
+        scan.run.out.flush();
+        scan.run.out.forward_to(None);
+        relay.set_courier(None);
+        job.finish(Vec::new());
+        absorber.stop();
+        done
+    }
 }
 
 /// Every link this rank met goes to its inode's owner, which answers with
@@ -385,12 +542,11 @@ fn resolve_links(world: &World, scan: &Scan, sightings: &[Sighting]) -> Vec<usiz
 }
 
 /// Totals go to other ranks as the job's application messages.
-struct JobCourier(OnceLock<Handle>);
+struct JobCourier(Handle);
 
 impl Courier for JobCourier {
     fn send(&self, to: usize, bytes: Vec<u8>) {
-        let handle = self.0.get().expect("no directory completes before its job has started");
-        handle.send(to, bytes);
+        self.0.send(to, bytes);
     }
 }
 
