@@ -560,6 +560,10 @@ struct Watch {
 }
 
 impl Local for Watch {
+    fn started(&self) {
+        self.local.started();
+    }
+
     fn is_idle(&self) -> bool {
         self.local.is_idle()
     }

@@ -1,4 +1,5 @@
-//! Whether this process is one of several tasks an MPI launcher started.
+//! Whether this process is one of several tasks an MPI launcher started,
+//! and what the launcher did to it that a walk with threads undoes.
 //!
 //! A build of `fnd` or `fdu` without MPI support that `mpirun -n 4` starts
 //! would walk the whole tree four times and print it four times; the
@@ -103,9 +104,11 @@ pub fn bound_by_default_in(get: impl Fn(&str) -> Option<String>) -> bool {
     get("OMPI_MCA_orte_bound_at_launch").as_deref() == Some("1") && ASKED.iter().all(|v| get(v).is_none())
 }
 
-/// Gives this process the cores of its launcher when Open MPI bound it to
-/// fewer by its own default ([`bound_by_default_in`]); true if it did.
-/// Call it before the process starts any thread: the others inherit it.
+/// Gives this process the cores of its launcher (its parent: `mpirun`,
+/// or Open MPI's daemon on another node) when Open MPI bound it to fewer
+/// by its own default ([`bound_by_default_in`]); true if it did. Under a
+/// wrapper script, bound as the process is, nothing changes. Call it
+/// before the process starts any thread: the others inherit it.
 ///
 /// That default (one core per rank when a job has at most two ranks)
 /// suits a rank of one thread. A rank here walks with threads of its

@@ -6,7 +6,8 @@
 //! - [`codec`]: the bytes of every message between ranks, and the readers
 //!   and writers for payloads. No MPI; fuzzed (`fuzz/`, `mpi_messages`).
 //! - [`launch`]: whether an MPI launcher started this process; what a build
-//!   without MPI asks before it refuses to run as N copies.
+//!   without MPI asks before it refuses to run as N copies; Open MPI's
+//!   default binding of a rank to one core, undone.
 //! - [`stdio`]: where rank 0's output really goes (the launcher's own
 //!   stdout, rather than Open MPI's slow copy of a pseudo-terminal).
 //! - [`protocol`]: work stealing, Dijkstra–Scholten termination, stop and
@@ -16,7 +17,9 @@
 //!   `Multiple`, and aborting the whole job on a panic or a fatal error.
 //! - `transport` (feature `mpi`): the thread that owns a rank's MPI
 //!   traffic and drives the protocol.
-//! - `job` (feature `mpi`): [`Job`] and [`Handle`], what a program uses.
+//! - `job` (feature `mpi`): [`Job`] and [`Handle`], what a program uses;
+//!   [`Prepared`], a rank's side of a job made before MPI is up, so that
+//!   a rank can start walking while `MPI_Init_thread` runs.
 //!
 //! Work items are opaque byte strings to this crate: the rank's own pool
 //! of workers implements [`Local`], and nothing here runs per entry of a

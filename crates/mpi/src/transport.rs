@@ -202,6 +202,7 @@ pub(crate) fn run(
     // can never match the transport's. A collective call: every rank's
     // transport thread makes it.
     let comm = SimpleCommunicator::world().duplicate();
+    local.started();
     // Victims need only be spread (the rank is mixed in by the node).
     let clock = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

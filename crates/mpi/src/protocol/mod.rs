@@ -84,6 +84,12 @@ mod tests;
 /// and none may wait for the transport (it is the transport's thread that
 /// would have to answer). Items are opaque byte strings.
 pub trait Local: Send + Sync {
+    /// The job has started: other ranks may ask for items from now on.
+    /// Called once, first of all, on the transport's thread; a pool that
+    /// started working before (see `Prepared`, feature `mpi`) may keep items
+    /// within reach of other ranks from then on.
+    fn started(&self) {}
+
     /// Whether the pool has no pending item and no worker busy with one.
     ///
     /// Once idle, the pool stays idle until [`put`](Local::put) gives it

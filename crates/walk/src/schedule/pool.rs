@@ -48,6 +48,14 @@ pub(crate) trait Remote: Sync {
     /// wake them sooner). Once true, true for good: the pool remembers it.
     fn idle(&self, pool: &Pool<'_>) -> bool;
 
+    /// Whether the pool may add I/O workers now that reads wait. A rank
+    /// that walks before its job starts holds off: workers grown then take
+    /// every directory it finds into a read at once, and the other ranks,
+    /// when they come, find nothing waiting to steal.
+    fn may_grow(&self) -> bool {
+        true
+    }
+
     /// Runs `workers`, the whole life of the pool's workers: a remote
     /// that acts on the pool from threads of its own (an MPI rank's
     /// transport, answering a steal while every worker is busy) may reach
@@ -449,7 +457,7 @@ fn work<V: Visitor, R: Remote>(
                     pool.notify(true);
                 }
                 remote.poll(pool, true);
-                if waits_on_io {
+                if waits_on_io && remote.may_grow() {
                     grow();
                     if pool.io.active() >= pool.stealers.len() {
                         probe.disable();

@@ -109,6 +109,8 @@ struct Shelf {
     holds: AtomicUsize,
     /// Some rank stopped the job.
     stopped: AtomicBool,
+    /// The job has started: other ranks may steal.
+    started: AtomicBool,
     /// The job is over.
     over: AtomicBool,
     /// Told the transport this pool went idle, since it last had work.
@@ -148,6 +150,7 @@ impl Ranks {
                 expecting_roots: AtomicBool::new(with_roots),
                 holds: AtomicUsize::new(0),
                 stopped: AtomicBool::new(false),
+                started: AtomicBool::new(false),
                 over: AtomicBool::new(false),
                 told_idle: AtomicBool::new(false),
                 stop_flag: Arc::new(AtomicBool::new(false)),
@@ -263,6 +266,10 @@ impl Shelf {
 }
 
 impl Local for Shelf {
+    fn started(&self) {
+        self.started.store(true, Ordering::SeqCst);
+    }
+
     fn is_idle(&self) -> bool {
         // Incoming first: a directory moves from the shelf into the pool
         // before it stops counting as incoming.
@@ -404,6 +411,10 @@ impl RankRemote<'_> {
 }
 
 impl Remote for RankRemote<'_> {
+    fn may_grow(&self) -> bool {
+        self.shelf.started.load(Ordering::SeqCst)
+    }
+
     fn poll(&self, pool: &Pool<'_>, read: bool) {
         let shelf = &**self.shelf;
         if read {
