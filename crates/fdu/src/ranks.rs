@@ -212,7 +212,7 @@ impl Early {
         let operands = read.unwrap_or_else(|| command::try_read_operands(settings));
         let setup = Setup::new(0, size, settings.clone(), operands);
         let walk = match &setup {
-            Ok(setup) if test_pause().is_none() => match setup.metas.first() {
+            Ok(setup) if Ranks::test_pause().is_none() => match setup.metas.first() {
                 Some(Ok(m)) if m.is_dir() && setup.begins(0) => Some(StartedWalk::start(
                     (0, size),
                     setup.scan,
@@ -229,17 +229,12 @@ impl Early {
     }
 }
 
-/// The pause after each directory that tests ask for, so that work moves
-/// between the ranks of a small tree.
-fn test_pause() -> Option<Duration> {
-    let micros = std::env::var("FND_MPI_TEST_PAUSE_US").ok()?.parse().ok()?;
-    Some(Duration::from_micros(micros))
-}
-
 /// Steps 2 to 5 of the module doc; rank 0's exit status. `early`: rank
 /// 0's setup and first walk, when it started them before MPI was up.
 fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>, early: Option<Early>) -> u8 {
     let rank = world.rank();
+    // A collective call with `--files0-from`: rank 0 takes part even when
+    // it set up before MPI was up.
     let operands = operands(world, &settings, read);
     let (setup, mut started) = match early {
         Some(early) => (early.setup, early.walk),
@@ -250,7 +245,7 @@ fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>, earl
     };
     let scan = setup.scan;
     let run = &scan.run;
-    let pause = test_pause();
+    let pause = Ranks::test_pause();
     let mut failed = setup.bad_name;
     for (i, op) in setup.operands.iter().enumerate() {
         if let Some(walk) = started.take() {

@@ -28,7 +28,6 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use clap::Parser;
 use fnd_mpi::codec::{Reader, Writer as Encoder};
@@ -205,20 +204,15 @@ impl Resolved {
     /// together, and work moves).
     fn early(config: Result<Config, String>, size: usize) -> Resolved {
         match config {
-            Ok(config) if matches!(config.output, crate::results::Output::Print(_)) && test_pause().is_none() => {
+            Ok(config)
+                if matches!(config.output, crate::results::Output::Print(_)) && Ranks::test_pause().is_none() =>
+            {
                 let told = agreement(Ok(&config));
                 Resolved::Walking(Part::start(0, size, config), told)
             }
             config => Resolved::new(config),
         }
     }
-}
-
-/// The pause after each directory that tests ask for, so that work moves
-/// between the ranks of a small tree.
-fn test_pause() -> Option<Duration> {
-    let micros = std::env::var("FND_MPI_TEST_PAUSE_US").ok()?.parse().ok()?;
-    Some(Duration::from_micros(micros))
 }
 
 /// This rank's part of the walk, on a thread of its own, and its side of
@@ -247,7 +241,7 @@ impl Part {
             .max_results
             .filter(|_| matches!(config.output, crate::results::Output::Print(_)));
         let ranks = Arc::new(Ranks::new(rank == 0 && !search.walked_roots().is_empty()));
-        if let Some(pause) = test_pause() {
+        if let Some(pause) = Ranks::test_pause() {
             ranks.pause_after_each_directory(pause);
         }
         let here = (rank == 0).then(|| Arc::new(Rank0Out::new(Writer::stdout(), framed)));

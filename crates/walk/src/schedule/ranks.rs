@@ -203,6 +203,15 @@ impl Ranks {
         self.shelf.stopped.load(Ordering::SeqCst)
     }
 
+    /// The pause after each directory that tests ask for in
+    /// `FND_MPI_TEST_PAUSE_US` (microseconds), for
+    /// [`pause_after_each_directory`](Self::pause_after_each_directory).
+    #[doc(hidden)]
+    pub fn test_pause() -> Option<Duration> {
+        let micros = std::env::var("FND_MPI_TEST_PAUSE_US").ok()?.parse().ok()?;
+        Some(Duration::from_micros(micros))
+    }
+
     /// Pause after each directory read (for tests: a small tree then keeps
     /// a rank busy long enough for the others to steal from it).
     #[doc(hidden)]
