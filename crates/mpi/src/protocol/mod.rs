@@ -85,9 +85,10 @@ mod tests;
 /// would have to answer). Items are opaque byte strings.
 pub trait Local: Send + Sync {
     /// The job has started: other ranks may ask for items from now on.
-    /// Called once, first of all, on the transport's thread; a pool that
-    /// started working before (see `Prepared`, feature `mpi`) may keep items
-    /// within reach of other ranks from then on.
+    /// Called once, first of all, on the transport's thread. A pool that
+    /// started working before (see `Prepared`, feature `mpi`) may hold
+    /// back until then what would take its items out of other ranks'
+    /// reach (fnd-walk adds no I/O workers before it).
     fn started(&self) {}
 
     /// Whether the pool has no pending item and no worker busy with one.
