@@ -17,8 +17,8 @@
 //!   `Multiple`, and aborting the whole job on a panic or a fatal error.
 //! - `transport` (feature `mpi`): the thread that owns a rank's MPI
 //!   traffic and drives the protocol.
-//! - `job` (feature `mpi`): [`Job`] and [`Handle`], what a program uses;
-//!   [`Prepared`], a rank's side of a job made before MPI is up, so that
+//! - `job` (feature `mpi`): `Job` and `Handle`, what a program uses;
+//!   `Prepared`, a rank's side of a job made before MPI is up, so that
 //!   a rank can start walking while `MPI_Init_thread` runs.
 //!
 //! Work items are opaque byte strings to this crate: the rank's own pool
