@@ -5,7 +5,8 @@
 //!    option, `--help` or an option not supported here never starts it
 //!    (rank 0 speaks, every rank exits; rank 0 with du's status). A rank
 //!    that Open MPI bound to one core by its own default gets its
-//!    launcher's cores back (`fnd_mpi::launch::undo_default_binding`), and
+//!    launcher's cores back, a job on one node starts MPI without probing
+//!    network layers (`fnd_mpi::launch::before_threads`), and
 //!    rank 0 starts walking its first operand before MPI is up (`Early`).
 //! 2. Per operand that is a directory, a first job walks it over the
 //!    ranks (`fnd_walk::ranks`). A directory another rank reads is set
@@ -63,7 +64,7 @@ use crate::wire::{self, Claim, RankEnd, Totals};
 
 /// The whole command as one rank of `launched`'s tasks.
 pub fn run(launched: Launched) -> ExitCode {
-    fnd_mpi::launch::undo_default_binding();
+    fnd_mpi::launch::before_threads();
     let speaks = launched.speaks();
     let mut settings = match cli::parse(std::env::args_os().collect()) {
         Ok(Parsed::Run(s)) => *s,

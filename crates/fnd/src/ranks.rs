@@ -5,7 +5,8 @@
 //!    option, `--help` or a refused combination never starts it: rank 0
 //!    speaks, every rank exits (rank 0 with fd's status, the others 0).
 //!    A rank that Open MPI bound to one core by its own default gets its
-//!    launcher's cores back (`fnd_mpi::launch::undo_default_binding`).
+//!    launcher's cores back, and a job on one node starts MPI without
+//!    probing network layers (`fnd_mpi::launch::before_threads`).
 //! 2. Rank 0 writes to the launcher's own stdout and stderr when it can
 //!    (`fnd_mpi::stdio`), and decides for everyone how output looks
 //!    (a terminal or not, `NO_COLOR`, `LS_COLORS`, the host of hyperlinks).
@@ -48,7 +49,7 @@ const REFUSED: u8 = 2;
 
 /// The whole command as one rank of `launched`'s tasks.
 pub fn run(launched: Launched) -> ExitCode {
-    fnd_mpi::launch::undo_default_binding();
+    fnd_mpi::launch::before_threads();
     let speaks = launched.speaks();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

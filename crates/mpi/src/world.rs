@@ -96,6 +96,7 @@ impl World {
             return Err(InitError::Threading { provided, rank });
         }
         LIVE.store(true, Ordering::SeqCst);
+        crate::launch::no_delay_to_launcher();
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             previous(info);
