@@ -17,8 +17,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    // One task of Open MPI's mpirun: on every core it was given, not the
-    // one Open MPI bound it to by default.
-    fnd_mpi::launch::undo_default_binding();
+    fnd_mpi::launch::alone_under_launcher();
     fdu::run()
 }

@@ -1,7 +1,6 @@
 //! A progress line on stderr during long scans: only when stderr is a
 //! terminal, only after the scan has run for a moment, gone when it ends.
 
-use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
@@ -48,7 +47,7 @@ pub struct Ticker {
 impl Ticker {
     /// Start the progress thread when stderr is a terminal.
     pub fn start(progress: &'static Progress) -> Option<Ticker> {
-        if !std::io::stderr().is_terminal() {
+        if !fnd_mpi::stdio::stderr_is_terminal() {
             return None;
         }
         let (stop, stopped) = mpsc::channel::<()>();

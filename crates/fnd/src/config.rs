@@ -2,7 +2,6 @@
 //! fd's order (base directory, search paths, patterns, filters), so the
 //! first error reported is the one fd would report.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -45,7 +44,7 @@ impl OutputEnv {
     /// This process's.
     pub fn here() -> OutputEnv {
         OutputEnv {
-            stdout_is_terminal: std::io::stdout().is_terminal(),
+            stdout_is_terminal: fnd_mpi::stdio::stdout_is_terminal(),
             no_color: crate::color::no_color(),
             ls_colors: crate::color::ls_colors(),
             hostname: crate::hyperlink::hostname(),

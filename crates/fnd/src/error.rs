@@ -55,11 +55,11 @@ pub fn report_errors(report: Option<Report>, terminal: Option<bool>) {
 /// characters from file names are shown escaped, as in results: an error
 /// about a hostile name must not rewrite the screen either.
 pub fn print_error(msg: impl Display) {
-    use std::io::{IsTerminal, Write};
+    use std::io::Write;
     let text = format!("[fnd error]: {msg}\n");
     let reporting = REPORTING.read().unwrap_or_else(|e| e.into_inner());
     let stderr = std::io::stderr();
-    let terminal = reporting.terminal.unwrap_or_else(|| stderr.is_terminal());
+    let terminal = reporting.terminal.unwrap_or_else(fnd_mpi::stdio::stderr_is_terminal);
     let out = if terminal {
         let mut out = Vec::with_capacity(text.len());
         for line in text.split_inclusive('\n') {

@@ -18,13 +18,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
-        // One task of Open MPI's mpirun: print to its stdout directly, not
-        // through its slow copy of a pseudo-terminal (see fnd_mpi::stdio).
-        // And on every core it was given, not the one Open MPI bound a
-        // job of one task to by default.
-        fnd_mpi::stdio::adopt_launcher_output();
-        fnd_mpi::launch::undo_default_binding();
-    }
+    fnd_mpi::launch::alone_under_launcher();
     fnd::run()
 }

@@ -69,8 +69,8 @@ pub fn run(launched: Launched) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let decided = speaks.then(|| {
-        let adopted = fnd_mpi::stdio::adopt_launcher_output();
-        rank_0_output_env(adopted)
+        fnd_mpi::stdio::adopt_launcher_output();
+        rank_0_output_env()
     });
     // Rank 0 resolves its options before MPI is up, and starts walking
     // (see `Resolved`).
@@ -109,15 +109,8 @@ fn refusal(cli: &Cli) -> Option<&'static str> {
 /// How rank 0's output looks (its stdout a terminal or not, `NO_COLOR`,
 /// `LS_COLORS`, the host of hyperlinks), and whether its stderr is a
 /// terminal.
-fn rank_0_output_env(adopted: fnd_mpi::stdio::Adopted) -> (OutputEnv, bool) {
-    let env = OutputEnv {
-        stdout_is_terminal: fnd_mpi::stdio::is_terminal(rustix::stdio::stdout(), adopted.stdout),
-        ..OutputEnv::here()
-    };
-    (
-        env,
-        fnd_mpi::stdio::is_terminal(rustix::stdio::stderr(), adopted.stderr),
-    )
+fn rank_0_output_env() -> (OutputEnv, bool) {
+    (OutputEnv::here(), fnd_mpi::stdio::stderr_is_terminal())
 }
 
 /// Rank 0's decisions about output (`decided` there), for every rank.

@@ -608,6 +608,7 @@ fn an_unreadable_directory_is_reported_once() {
         let out = under.output();
         assert_eq!(out.status.code(), alone.status.code(), "{ranks} ranks");
         assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{ranks} ranks");
+        // No colour codes: the same bytes as one process prints into a pipe.
         assert_eq!(lines(&out.stdout), lines(&alone.stdout), "{ranks} ranks");
     }
 }
@@ -657,4 +658,28 @@ fn ranks_that_see_other_search_paths_end_the_job_in_one_line() {
         String::from_utf8_lossy(&out.stderr),
         "[fnd error]: rank 2 of this MPI job sees other search paths than rank 0: every rank must see the same tree\n"
     );
+}
+
+#[test]
+fn a_rank_under_a_wrapper_prints_no_colours_into_a_pipe() {
+    // The pseudo-terminal Open MPI gives each task is no user's terminal:
+    // a task whose parent is a shell, not the launcher, cannot take the
+    // launcher's stdout over, and must not colour what reaches a pipe.
+    let (_tmp, root) = tree(big_tree);
+    let alone = job(Run::Alone, &["-u", "."]).arg(root.as_os_str()).output();
+    for ranks in ["1", "2"] {
+        let _one_at_a_time = MPIRUN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["--oversubscribe", "--bind-to", "none", "-n", ranks])
+            .args(["sh", "-c", "\"$0\" \"$@\"; exit $?", fnd_bin(), "-u", "."])
+            .arg(&root)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .env_remove("NO_COLOR")
+            .env_remove("LS_COLORS");
+        let out = fnd_test_support::process::run_to_end(cmd, "under a wrapper", Duration::from_secs(180));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        // No colour codes: the same bytes as one process prints into a pipe.
+        assert_eq!(lines(&out.stdout), lines(&alone.stdout), "{ranks} ranks");
+    }
 }

@@ -134,6 +134,17 @@ pub fn undo_default_binding() -> bool {
     rustix::thread::sched_setaffinity(None, &theirs).is_ok()
 }
 
+/// What a process that may be the only task of a launcher (`mpirun -n 1`)
+/// does first, before any thread: write to the launcher's own stdout and
+/// stderr ([`crate::stdio`]) rather than through Open MPI's pseudo-terminal,
+/// and run on every core it was given ([`undo_default_binding`]).
+pub fn alone_under_launcher() {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+        crate::stdio::adopt_launcher_output();
+    }
+    undo_default_binding();
+}
+
 /// The point-to-point layer a job on one node starts fastest with, as the
 /// variable to set and its value, when that is Open MPI's job and nobody
 /// chose one (no `--mca pml`, no `OMPI_MCA_pml`): every rank of the job is

@@ -22,6 +22,7 @@
 //! `FND_MPI_DIRECT_OUTPUT=0` keeps the launcher's copy in every case.
 
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::OnceLock;
 
 use rustix::fs::{Mode, OFlags};
 use rustix::process::{Pid, PidfdFlags, PidfdGetfdFlags};
@@ -40,11 +41,31 @@ pub struct Adopted {
     pub stderr: bool,
 }
 
+/// What [`adopt_launcher_output`] took, once it ran.
+static ADOPTED: OnceLock<Adopted> = OnceLock::new();
+
 /// Make this process's stdout and stderr the launcher's own, when its
 /// parent is Open MPI's launcher and the kernel allows (see the module
 /// doc). Call it before any thread writes to either. Harmless anywhere
 /// else: nothing changes.
 pub fn adopt_launcher_output() -> Adopted {
+    let adopted = adopt();
+    let _ = ADOPTED.set(adopted);
+    adopted
+}
+
+/// Whether stdout is a terminal the user looks at ([`is_terminal`], with
+/// what [`adopt_launcher_output`] took, if it ran).
+pub fn stdout_is_terminal() -> bool {
+    is_terminal(rustix::stdio::stdout(), ADOPTED.get().is_some_and(|a| a.stdout))
+}
+
+/// [`stdout_is_terminal`] for stderr.
+pub fn stderr_is_terminal() -> bool {
+    is_terminal(rustix::stdio::stderr(), ADOPTED.get().is_some_and(|a| a.stderr))
+}
+
+fn adopt() -> Adopted {
     if std::env::var_os("FND_MPI_DIRECT_OUTPUT").is_some_and(|v| v == "0") {
         return Adopted::default();
     }
