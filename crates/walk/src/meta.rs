@@ -194,6 +194,48 @@ pub(crate) fn stat_entry(dir: BorrowedFd<'_>, name: &[u8], follow: bool) -> Opti
     st.ok().map(|st| Metadata::from_stat(&st))
 }
 
+/// A stat that took longer than this waited on the file system: one of a
+/// cached inode takes a few microseconds, one through a network or FUSE
+/// file system a round trip.
+pub(crate) const STAT_WAITED: std::time::Duration = std::time::Duration::from_micros(250);
+
+/// [`stat_entry`] of each of `names` in `dir`, appended to `out` in order,
+/// on `threads` threads at once: for stats that wait on the file system
+/// ([`STAT_WAITED`]), where one thread has one request in flight. Each
+/// thread takes the next name not taken yet.
+pub(crate) fn stat_entries_at_once(
+    dir: BorrowedFd<'_>,
+    names: &[&[u8]],
+    follow: bool,
+    threads: usize,
+    out: &mut Vec<Option<Metadata>>,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let take = || {
+        let mut got = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(name) = names.get(i) else { return got };
+            got.push((i, stat_entry(dir, name, follow)));
+        }
+    };
+    let start = out.len();
+    out.resize(start + names.len(), None);
+    std::thread::scope(|scope| {
+        // A thread that cannot start leaves its names to the others.
+        let helpers: Vec<_> = (1..threads.max(1))
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, take).ok())
+            .collect();
+        let mine = take();
+        for got in helpers.into_iter().filter_map(|h| h.join().ok()).chain([mine]) {
+            for (i, m) in got {
+                out[start + i] = m;
+            }
+        }
+    });
+}
+
 /// Stat by path, relative to the working directory. Paths longer than
 /// `PATH_MAX` are reached one piece at a time.
 pub fn stat_path(path: &Path, follow: bool) -> std::io::Result<Metadata> {
@@ -215,6 +257,27 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> std::io::Result<Metadata> {
 #[cfg(test)]
 mod tests {
     use super::FileType;
+
+    #[test]
+    fn stats_at_once_come_back_in_order_each_once() {
+        use std::os::fd::AsFd;
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<Vec<u8>> = (0..200).map(|i| format!("f{i}").into_bytes()).collect();
+        for (i, name) in names.iter().enumerate() {
+            std::fs::write(dir.path().join(std::str::from_utf8(name).unwrap()), vec![0; i]).unwrap();
+        }
+        let mut names: Vec<&[u8]> = names.iter().map(|n| &n[..]).collect();
+        names.insert(7, b"missing");
+        let fd = std::fs::File::open(dir.path()).unwrap();
+        for threads in [1, 2, 8, 500] {
+            let mut out = vec![None];
+            super::stat_entries_at_once(fd.as_fd(), &names, false, threads, &mut out);
+            assert_eq!(out.len(), names.len() + 1);
+            assert!(out[0].is_none() && out[8].is_none(), "{threads} threads");
+            let sizes: Vec<u64> = out.iter().flatten().map(|m| m.size).collect();
+            assert_eq!(sizes, (0..200).collect::<Vec<u64>>(), "{threads} threads");
+        }
+    }
 
     #[test]
     fn record_types_read_as_mode_types() {

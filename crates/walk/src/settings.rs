@@ -12,7 +12,7 @@
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::budget::Budget;
@@ -81,18 +81,38 @@ pub(crate) struct Shared {
     pub(crate) budget: Budget,
     /// Whether a short `getdents64` read is a directory's last (see `mounts`).
     short_read_ends: OnceLock<bool>,
+    /// Threads that may still help stat a chunk whose stats wait on the
+    /// file system (see `crate::read`): as many as the I/O depth, for the
+    /// whole walk.
+    stat_helpers: AtomicUsize,
 }
 
 impl Shared {
     /// A walk over `roots`; `stop` is shared with the walk's owner, if it has one.
     pub(crate) fn new(settings: Settings, roots: Vec<Vec<u8>>, stop: Option<Arc<AtomicBool>>, budget: Budget) -> Self {
         Shared {
+            stat_helpers: AtomicUsize::new(settings.io_depth.saturating_sub(1)),
             settings,
             roots,
             stop: stop.unwrap_or_default(),
             budget,
             short_read_ends: OnceLock::new(),
         }
+    }
+
+    /// Up to `wanted` stat helpers, as many as are left; give them back
+    /// with [`Shared::release_stat_helpers`].
+    pub(crate) fn reserve_stat_helpers(&self, wanted: usize) -> usize {
+        let taken = self
+            .stat_helpers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |left| {
+                Some(left - left.min(wanted))
+            });
+        taken.map_or(0, |left| left.min(wanted))
+    }
+
+    pub(crate) fn release_stat_helpers(&self, n: usize) {
+        self.stat_helpers.fetch_add(n, Ordering::AcqRel);
     }
 
     /// Whether a short `getdents64` read is a directory's last, found out
