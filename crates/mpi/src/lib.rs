@@ -5,14 +5,16 @@
 //! Layers, bottom first (each uses only the ones before it):
 //! - [`codec`]: the bytes of every message between ranks, and the readers
 //!   and writers for payloads. No MPI; fuzzed (`fuzz/`, `mpi_messages`).
-//! - [`launch`]: whether an MPI launcher started this process; what a build
-//!   without MPI asks before it refuses to run as N copies; Open MPI's
-//!   default binding of a rank to one core, undone.
 //! - [`stdio`]: where rank 0's output really goes (the launcher's own
 //!   stdout, rather than Open MPI's slow copy of a pseudo-terminal).
 //! - [`protocol`]: work stealing, Dijkstra–Scholten termination, stop and
 //!   the end of the job, as a state machine without MPI or threads.
 //! - [`output`]: where rank 0 writes, and the flow control of output.
+//! - [`launch`]: whether an MPI launcher started this process; what a build
+//!   without MPI asks before it refuses to run as N copies; what a task
+//!   changes in how its launcher set it up (Open MPI's default binding of
+//!   a rank to one core, the network layers a job on one node probes,
+//!   the delay on small messages to the launcher).
 //! - `world` (feature `mpi`): MPI initialized at threading level
 //!   `Multiple`, and aborting the whole job on a panic or a fatal error.
 //! - `transport` (feature `mpi`): the thread that owns a rank's MPI

@@ -6,8 +6,9 @@ fn modules_import_only_downwards() {
     fnd_test_support::layers::assert_layered(
         &src,
         &[
-            &["codec", "launch"],
+            &["codec"],
             &["protocol", "output", "stdio"],
+            &["launch"],
             &["world"],
             &["transport"],
             &["job"],
