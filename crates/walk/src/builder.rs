@@ -335,6 +335,9 @@ impl WalkBuilder {
 
     /// Stat every yielded entry before its chunk is visited, relative to its
     /// directory, on the thread that read it (see [`EntryRef::cached_metadata`](crate::EntryRef::cached_metadata)).
+    /// When a chunk's stats wait on the file system (a network or FUSE
+    /// mount, a cold disk), that thread spreads them over helper threads,
+    /// up to the [`io_depth`](Self::io_depth) for the whole walk.
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
