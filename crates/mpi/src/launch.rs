@@ -63,7 +63,7 @@ impl Launched {
 /// assert_eq!(launched_in(env(&[("SLURM_NTASKS", "8"), ("SLURM_PROCID", "0")])), None);
 /// ```
 pub fn launched_in(get: impl Fn(&str) -> Option<String>) -> Option<Launched> {
-    let number = |v: &str| get(v)?.trim().parse::<u64>().ok();
+    let number = |v: &str| number_in(&get, v);
     VARIABLES.iter().find_map(|&(size, rank)| {
         let tasks = number(size).filter(|&n| n > 1)?;
         Some(Launched {
@@ -71,6 +71,11 @@ pub fn launched_in(get: impl Fn(&str) -> Option<String>) -> Option<Launched> {
             rank: number(rank),
         })
     })
+}
+
+/// The number a launcher's variable holds, if it holds one.
+fn number_in(get: &impl Fn(&str) -> Option<String>, variable: &str) -> Option<u64> {
+    get(variable)?.trim().parse().ok()
 }
 
 /// [`launched_in`] the process's environment.
@@ -139,7 +144,7 @@ pub fn undo_default_binding() -> bool {
 /// stderr ([`crate::stdio`]) rather than through Open MPI's pseudo-terminal,
 /// and run on every core it was given ([`undo_default_binding`]).
 pub fn alone_under_launcher() {
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() {
+    if crate::stdio::under_open_mpi() {
         crate::stdio::adopt_launcher_output();
     }
     undo_default_binding();
@@ -170,7 +175,7 @@ pub fn alone_under_launcher() {
 /// ```
 pub fn one_node_layer_in(get: impl Fn(&str) -> Option<String>) -> Option<(&'static str, &'static str)> {
     const LAYER: &str = "OMPI_MCA_pml";
-    let number = |v: &str| get(v)?.trim().parse::<u64>().ok();
+    let number = |v: &str| number_in(&get, v);
     let world = number("OMPI_COMM_WORLD_SIZE")?;
     (get(LAYER).is_none() && number("OMPI_COMM_WORLD_LOCAL_SIZE") == Some(world)).then_some((LAYER, "ob1"))
 }

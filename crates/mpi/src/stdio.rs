@@ -54,8 +54,9 @@ pub fn adopt_launcher_output() -> Adopted {
     adopted
 }
 
-/// Whether stdout is a terminal the user looks at ([`is_terminal`], with
-/// what [`adopt_launcher_output`] took, if it ran).
+/// Whether stdout is a terminal the user looks at: not the
+/// pseudo-terminal Open MPI gives each task, unless
+/// [`adopt_launcher_output`] made stdout the launcher's own.
 pub fn stdout_is_terminal() -> bool {
     is_terminal(rustix::stdio::stdout(), ADOPTED.get().is_some_and(|a| a.stdout))
 }
@@ -113,7 +114,12 @@ fn reopen(pid: Pid, fd: i32) -> Option<OwnedFd> {
 /// Whether `fd` (stdout, stderr) is a terminal the user looks at: false
 /// for the pseudo-terminal Open MPI gives each rank (the process runs
 /// under Open MPI and the stream was not adopted), whatever is behind it.
-pub fn is_terminal(fd: impl AsFd, adopted: bool) -> bool {
-    let under_open_mpi = std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some();
-    rustix::termios::isatty(fd) && (adopted || !under_open_mpi)
+fn is_terminal(fd: impl AsFd, adopted: bool) -> bool {
+    rustix::termios::isatty(fd) && (adopted || !under_open_mpi())
+}
+
+/// Whether Open MPI's launcher started this process (as one task or
+/// several): then its stdout and stderr are Open MPI's pseudo-terminal.
+pub(crate) fn under_open_mpi() -> bool {
+    std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some()
 }
