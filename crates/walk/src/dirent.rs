@@ -1,13 +1,16 @@
 //! `getdents64` over a reused buffer, record by record.
 //!
-//! This takes the place of `rustix::fs::RawDir` for one reason: knowing how
-//! much each call returned. On file systems that fill the buffer as far as
-//! the directory goes (see [`crate::mounts`]), a read that leaves room for
-//! another record is the last, and the call that would return 0 is skipped:
-//! one system call of four per directory (figures: BENCHMARKS.md, "Against
-//! the targets", 2026-11-22). Records are parsed as `RawDir` does (a
-//! pointer per record, `strlen` for the name): a safe, bounds-checked parse
-//! cost 2% of a serial listing.
+//! This takes the place of `rustix::fs::RawDir` for one reason: knowing
+//! where each call ended. On file systems that fill the buffer as far as
+//! the directory goes (see [`crate::mounts`]), a read whose last record
+//! points to the directory's end is the last, and the call that would
+//! return 0 is skipped: one system call of four per directory (figures:
+//! BENCHMARKS.md, "Against the targets", 2026-11-22). A short read alone
+//! does not say so: Linux ends a read early, with the records it has, when
+//! a signal is pending (a child's exit under `fnd -x`, a stop and `fg`), and
+//! a walk that took that for the end lost the rest of the directory.
+//! Records are parsed as `RawDir` does (a pointer per record, `strlen` for
+//! the name): a safe, bounds-checked parse cost 2% of a serial listing.
 //!
 //! Offers [`DirStream`] (the records of one open directory, read from where
 //! its descriptor stands) and [`Record`]. Relies on nothing else in this
@@ -22,6 +25,15 @@ use rustix::io::Errno;
 /// NUL, rounded up to 8.
 const MAX_RECORD: usize = 280;
 
+/// Where a listing stands after its last record (the record's `d_off`) on
+/// the file systems that mark the end: ext4 in hash order (with 64-bit or
+/// 32-bit hashes), Btrfs, recent tmpfs, XFS in its larger directories. A
+/// record that is not the last points to the next one, never to these
+/// (ext4 skips the values when it hashes a name). Where the end is not
+/// marked (ext4 without `dir_index`, small XFS directories, older tmpfs)
+/// the directory is read until a call returns 0.
+const END_POSITIONS: [u64; 2] = [i32::MAX as u64, i64::MAX as u64];
+
 /// The records of one directory, read from where its descriptor stands.
 pub(crate) struct DirStream<'a> {
     fd: BorrowedFd<'a>,
@@ -29,8 +41,10 @@ pub(crate) struct DirStream<'a> {
     /// Bytes of `buf` the last call filled, and how far they are used.
     filled: usize,
     at: usize,
-    /// The last call left room for another record, and room means the end.
+    /// No call is left to make: the last returned 0 or failed.
     last_read: bool,
+    /// `d_off` of the last record handed out.
+    position: u64,
     short_read_ends: bool,
 }
 
@@ -44,8 +58,8 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> DirStream<'a> {
-    /// Read `fd` through `buf`; with `short_read_ends`, a call that leaves
-    /// room for another record is taken as the last.
+    /// Read `fd` through `buf`; with `short_read_ends`, a call whose last
+    /// record points to the end ([`END_POSITIONS`]) is taken as the last.
     pub(crate) fn new(fd: BorrowedFd<'a>, buf: &'a mut [MaybeUninit<u8>], short_read_ends: bool) -> Self {
         assert!(buf.len() >= MAX_RECORD, "a getdents buffer holds at least one record");
         DirStream {
@@ -54,6 +68,7 @@ impl<'a> DirStream<'a> {
             filled: 0,
             at: 0,
             last_read: false,
+            position: 0,
             short_read_ends,
         }
     }
@@ -63,7 +78,7 @@ impl<'a> DirStream<'a> {
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<Result<Record<'_>, Errno>> {
         if self.at == self.filled {
-            if self.last_read {
+            if self.last_read || (self.short_read_ends && END_POSITIONS.contains(&self.position)) {
                 return None;
             }
             match self.fill() {
@@ -74,7 +89,6 @@ impl<'a> DirStream<'a> {
                 Ok(n) => {
                     self.filled = n;
                     self.at = 0;
-                    self.last_read = self.short_read_ends && self.buf.len() - n >= MAX_RECORD;
                 }
                 Err(e) => {
                     self.last_read = true;
@@ -99,10 +113,11 @@ impl<'a> DirStream<'a> {
                 return Some(Err(Errno::IO));
             }
             self.at += reclen;
+            self.position = record.add(8).cast::<u64>().read_unaligned();
             let name = std::ffi::CStr::from_ptr(record.add(19).cast()).to_bytes();
             Some(Ok(Record {
                 ino: record.cast::<u64>().read_unaligned(),
-                next_position: record.add(8).cast::<u64>().read_unaligned(),
+                next_position: self.position,
                 d_type: *record.add(18),
                 name,
             }))

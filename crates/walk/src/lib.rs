@@ -37,9 +37,10 @@
 //!
 //! * One `getdents64` buffer per thread and `openat` relative to the parent
 //!   (no path resolution per directory, no `opendir`/`readdir` per entry);
-//!   names stay bytes, never converted to `String`. On ext4, XFS, Btrfs
-//!   and tmpfs a short read ends the directory, so the call that would
-//!   return 0 is skipped (three system calls per directory, not four).
+//!   names stay bytes, never converted to `String`. On ext4, Btrfs and
+//!   tmpfs a read whose last record marks the directory's end is the last,
+//!   so the call that would return 0 is skipped (three system calls per
+//!   directory, not four).
 //! * Entries travel in chunks (one allocation per chunk, not per entry);
 //!   [`Entry`] is built only if you iterate entries one by one.
 //! * Metadata: lazily per entry ([`EntryRef::metadata`], an `fstatat`
@@ -87,8 +88,8 @@
 //! The modules form layers, each using only those below it (the crate's
 //! README draws them, and `tests/layers.rs` checks the imports):
 //!
-//! 1. system calls: `dirent` (`getdents64` records), `mounts` (whether a
-//!    short read ends a directory), `open` (`openat`, long paths), [`meta`]
+//! 1. system calls: `dirent` (`getdents64` records), `mounts` (may a
+//!    listing stop where a record marks its end), `open` (`openat`, long paths), [`meta`]
 //!    (types and stat calls), [`error`]; [`remove`] (deleting a tree
 //!    through descriptors, with no symlink followed);
 //! 2. the filter contract: [`filter`];

@@ -2,11 +2,13 @@
 //! is the last one on all of them.
 //!
 //! `getdents64` on ext2/3/4, XFS, Btrfs and tmpfs hands out records until the
-//! buffer is full or the directory ends, so a read that leaves room for one
-//! more record was the last. FUSE, NFS, CIFS and others may return less at
-//! any time. A walk skips the read that would return 0 only when every file
-//! system mounted at or under its roots (and the one holding each root) is
-//! of the first kind; with links followed, that is every mount there is.
+//! buffer is full, the directory ends or a signal is pending, and the last
+//! record of the last read points to a position that marks the end
+//! (`crate::dirent`). FUSE, NFS, CIFS and others may return less at any
+//! time, with positions of their own choosing. A walk skips the read that
+//! would return 0 only when every file system mounted at or under its roots
+//! (and the one holding each root) is of the first kind; with links
+//! followed, that is every mount there is.
 //!
 //! Offers [`short_read_ends`]. Relies on nothing else in this crate: only
 //! `/proc/self/mountinfo` (and `/proc/self/fd` for real paths).

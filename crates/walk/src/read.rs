@@ -115,7 +115,8 @@ impl Reader {
         }
     }
 
-    /// Whether the directory about to be listed ends at a short read.
+    /// Whether the directory about to be listed may end where a record
+    /// marks the end (`dirent`), without a read that returns 0.
     fn short_read_ends(&mut self, shared: &Shared) -> bool {
         if let Some(known) = shared.short_read_ends_if_known() {
             return known;
