@@ -6,10 +6,12 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use fnd_mpi::launch::{bound_by_default_in, launched_in, one_node_layer_in, pmix_server_addresses_in};
+use fnd_mpi::launch::{
+    bound_by_default_in, launched_in, one_node_layer_in, pmix_server_addresses_in, tasks_on_this_node_in,
+};
 
 /// The variables read, each given a value from the input in turn.
-const NAMES: [&str; 14] = [
+const NAMES: [&str; 16] = [
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE",
@@ -24,6 +26,8 @@ const NAMES: [&str; 14] = [
     "PMIX_SERVER_URI4",
     "PMIX_SERVER_URI3",
     "PMIX_SERVER_URI2",
+    "MPI_LOCALNRANKS",
+    "SLURM_STEP_NUM_NODES",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -40,6 +44,9 @@ fuzz_target!(|data: &[u8]| {
     let _ = bound_by_default_in(get);
     if let Some((variable, _)) = one_node_layer_in(get) {
         assert_eq!(variable, "OMPI_MCA_pml");
+    }
+    if let Some(tasks) = tasks_on_this_node_in(get) {
+        assert!(tasks > 0);
     }
     let servers = pmix_server_addresses_in(get);
     assert!(servers.len() <= 5);

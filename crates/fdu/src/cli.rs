@@ -69,7 +69,7 @@ pub fn command() -> Command {
         .arg(value("exclude").long("exclude").value_name("PATTERN").help("Exclude files that match PATTERN"))
         .arg(flag("one-file-system").short('x').long("one-file-system").help("Skip directories on different file systems"))
         .arg(value("threads").short('j').long("threads").value_name("N").help("Worker threads (default: one per core)"))
-        .arg(value("io-depth").long("io-depth").value_name("N").help("Most directory reads that may wait on the file system at once (default: 128). The walk starts with --threads workers and adds more only while its reads wait on I/O (a cold cache, a network or FUSE mount); 1 never adds any"))
+        .arg(value("io-depth").long("io-depth").value_name("N").help("Most directory reads that may wait on the file system at once (default: 128; in an MPI job, per rank, 128 shared by the ranks on one node). The walk starts with --threads workers and adds more only while its reads wait on I/O (a cold cache, a network or FUSE mount); 1 never adds any"))
         .arg(flag("tree").long("tree").help("Show the largest entries as a tree with bars and percentages"))
         .arg(value("tree-depth").long("tree-depth").value_name("N").help("Levels shown by --tree (default 4)"))
         .arg(value("tree-lines").short('n').long("tree-lines").value_name("N").help("Most lines shown by --tree (default: terminal height, or 40)"))

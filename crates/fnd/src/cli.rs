@@ -276,7 +276,8 @@ pub struct Cli {
     #[arg(short = 'j', long, value_name = "num", hide_short_help = true, value_parser = str::parse::<NonZeroUsize>)]
     pub threads: Option<NonZeroUsize>,
 
-    /// Most directory reads that may wait on the file system at once (default: 128). The walk
+    /// Most directory reads that may wait on the file system at once (default: 128; in an MPI
+    /// job, per rank, 128 shared by the ranks on one node). The walk
     /// starts with --threads workers and adds more only while its reads wait on I/O (a cold
     /// cache, a network or FUSE mount); 1 never adds any.
     #[arg(long, value_name = "num", hide_short_help = true, value_parser = str::parse::<NonZeroUsize>)]

@@ -83,6 +83,34 @@ pub fn launched() -> Option<Launched> {
     launched_in(|v| std::env::var(v).ok())
 }
 
+/// How many tasks of the job run on this node, as its launcher says:
+/// Open MPI's `OMPI_COMM_WORLD_LOCAL_SIZE`, Hydra's `MPI_LOCALNRANKS`, or
+/// Slurm's step tasks spread over its nodes (`SLURM_STEP_NUM_TASKS` ÷
+/// `SLURM_STEP_NUM_NODES`, rounded up). The tasks of one node share its
+/// file system client, and so the requests it keeps in flight.
+///
+/// ```
+/// use fnd_mpi::launch::tasks_on_this_node_in;
+/// let env = |pairs: &'static [(&str, &str)]| {
+///     move |v: &str| pairs.iter().find(|(k, _)| *k == v).map(|(_, x)| x.to_string())
+/// };
+/// assert_eq!(tasks_on_this_node_in(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "8")])), Some(8));
+/// assert_eq!(tasks_on_this_node_in(env(&[("SLURM_STEP_NUM_TASKS", "10"), ("SLURM_STEP_NUM_NODES", "4")])), Some(3));
+/// assert_eq!(tasks_on_this_node_in(env(&[("OMPI_COMM_WORLD_LOCAL_SIZE", "0")])), None);
+/// assert_eq!(tasks_on_this_node_in(env(&[])), None);
+/// ```
+pub fn tasks_on_this_node_in(get: impl Fn(&str) -> Option<String>) -> Option<u64> {
+    let number = |v: &str| number_in(&get, v).filter(|&n| n > 0);
+    number("OMPI_COMM_WORLD_LOCAL_SIZE")
+        .or_else(|| number("MPI_LOCALNRANKS"))
+        .or_else(|| Some(number("SLURM_STEP_NUM_TASKS")?.div_ceil(number("SLURM_STEP_NUM_NODES")?)))
+}
+
+/// [`tasks_on_this_node_in`] the process's environment.
+pub fn tasks_on_this_node() -> Option<u64> {
+    tasks_on_this_node_in(|v| std::env::var(v).ok())
+}
+
 /// Whether Open MPI bound this task to its cores by its own default, not
 /// because the command line or the environment asked (`--bind-to`,
 /// `--map-by`, `--cpus-per-rank` each leave their variable beside
