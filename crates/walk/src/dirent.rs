@@ -45,7 +45,7 @@ pub(crate) struct DirStream<'a> {
     last_read: bool,
     /// `d_off` of the last record handed out.
     position: u64,
-    short_read_ends: bool,
+    end_marks_trusted: bool,
 }
 
 /// One record: a name with what the kernel said about it.
@@ -58,9 +58,9 @@ pub(crate) struct Record<'a> {
 }
 
 impl<'a> DirStream<'a> {
-    /// Read `fd` through `buf`; with `short_read_ends`, a call whose last
+    /// Read `fd` through `buf`; with `end_marks_trusted`, a call whose last
     /// record points to the end ([`END_POSITIONS`]) is taken as the last.
-    pub(crate) fn new(fd: BorrowedFd<'a>, buf: &'a mut [MaybeUninit<u8>], short_read_ends: bool) -> Self {
+    pub(crate) fn new(fd: BorrowedFd<'a>, buf: &'a mut [MaybeUninit<u8>], end_marks_trusted: bool) -> Self {
         assert!(buf.len() >= MAX_RECORD, "a getdents buffer holds at least one record");
         DirStream {
             fd,
@@ -69,7 +69,7 @@ impl<'a> DirStream<'a> {
             at: 0,
             last_read: false,
             position: 0,
-            short_read_ends,
+            end_marks_trusted,
         }
     }
 
@@ -78,7 +78,7 @@ impl<'a> DirStream<'a> {
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<Result<Record<'_>, Errno>> {
         if self.at == self.filled {
-            if self.last_read || (self.short_read_ends && END_POSITIONS.contains(&self.position)) {
+            if self.last_read || (self.end_marks_trusted && END_POSITIONS.contains(&self.position)) {
                 return None;
             }
             match self.fill() {
@@ -152,10 +152,10 @@ mod tests {
     use super::*;
     use std::os::fd::AsFd;
 
-    fn names(dir: &std::path::Path, buf_len: usize, short_read_ends: bool) -> Vec<Vec<u8>> {
+    fn names(dir: &std::path::Path, buf_len: usize, end_marks_trusted: bool) -> Vec<Vec<u8>> {
         let fd = std::fs::File::open(dir).unwrap();
         let mut buf = vec![MaybeUninit::uninit(); buf_len];
-        let mut stream = DirStream::new(fd.as_fd(), &mut buf, short_read_ends);
+        let mut stream = DirStream::new(fd.as_fd(), &mut buf, end_marks_trusted);
         let mut out = Vec::new();
         while let Some(record) = stream.next() {
             out.push(record.unwrap().name.to_vec());
@@ -175,11 +175,11 @@ mod tests {
         }
         expected.sort();
         for buf_len in [MAX_RECORD, 1000, 4096, 64 * 1024] {
-            for short_read_ends in [false, true] {
+            for end_marks_trusted in [false, true] {
                 assert_eq!(
-                    names(dir.path(), buf_len, short_read_ends),
+                    names(dir.path(), buf_len, end_marks_trusted),
                     expected,
-                    "{buf_len} {short_read_ends}"
+                    "{buf_len} {end_marks_trusted}"
                 );
             }
         }

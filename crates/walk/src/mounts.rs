@@ -1,16 +1,16 @@
-//! Which file systems a walk can meet, and whether a short directory read
-//! is the last one on all of them.
+//! Which file systems a walk can meet, and whether on all of them a
+//! listing may stop where its last record marks the end.
 //!
 //! `getdents64` on ext2/3/4, XFS, Btrfs and tmpfs hands out records until the
-//! buffer is full, the directory ends or a signal is pending, and the last
-//! record of the last read points to a position that marks the end
-//! (`crate::dirent`). FUSE, NFS, CIFS and others may return less at any
-//! time, with positions of their own choosing. A walk skips the read that
+//! buffer is full, the directory ends or a signal is pending; most of them
+//! mark the end in the last record's position (`crate::dirent`), and where
+//! one does not, the walk reads on until 0. FUSE, NFS, CIFS and others may
+//! return less at any time, with positions of their own choosing. A walk skips the read that
 //! would return 0 only when every file system mounted at or under its roots
 //! (and the one holding each root) is of the first kind; with links
 //! followed, that is every mount there is.
 //!
-//! Offers [`short_read_ends`]. Relies on nothing else in this crate: only
+//! Offers [`end_marks_trusted`]. Relies on nothing else in this crate: only
 //! `/proc/self/mountinfo` (and `/proc/self/fd` for real paths).
 
 use std::ffi::OsString;
@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 /// File systems whose `readdir` fills the buffer as far as the directory goes.
 const FILLING: &[&[u8]] = &[b"ext2", b"ext3", b"ext4", b"xfs", b"btrfs", b"tmpfs"];
 
-/// Is a short `getdents64` read the last one everywhere a walk from `roots`
-/// can go? False whenever that cannot be told.
-pub(crate) fn short_read_ends<'a>(roots: impl IntoIterator<Item = &'a Path>, follow_links: bool) -> bool {
+/// May a listing stop where its last record marks the end (without the
+/// `getdents64` call that returns 0), everywhere a walk from `roots` can
+/// go? False whenever that cannot be told.
+pub(crate) fn end_marks_trusted<'a>(roots: impl IntoIterator<Item = &'a Path>, follow_links: bool) -> bool {
     // Sized up front: the file reports no size, and std's read would
     // start at 32 bytes and grow, one system call each time.
     let mut mountinfo = Vec::with_capacity(16 * 1024);
@@ -161,7 +162,7 @@ mod tests {
     #[test]
     fn this_machine_answers_without_failing() {
         let here = std::env::temp_dir();
-        let _ = short_read_ends([here.as_path()], false);
-        assert!(!short_read_ends([here.join("does-not-exist").as_path()], false));
+        let _ = end_marks_trusted([here.as_path()], false);
+        assert!(!end_marks_trusted([here.join("does-not-exist").as_path()], false));
     }
 }

@@ -97,11 +97,11 @@ pub(crate) struct Reader {
     listed: usize,
 }
 
-/// Short reads are trusted (see `mounts`) only once a reader has listed
+/// End marks are trusted (see `mounts`) only once a reader has listed
 /// this many directories, or another reader found out: reading the mount
 /// table and resolving the roots took 60 µs, 2% of a search that stops at
 /// its first result.
-const TRUST_SHORT_READS_AFTER: usize = 64;
+const TRUST_END_MARKS_AFTER: usize = 64;
 
 impl Reader {
     pub(crate) fn new() -> Self {
@@ -117,12 +117,12 @@ impl Reader {
 
     /// Whether the directory about to be listed may end where a record
     /// marks the end (`dirent`), without a read that returns 0.
-    fn short_read_ends(&mut self, shared: &Shared) -> bool {
-        if let Some(known) = shared.short_read_ends_if_known() {
+    fn end_marks_trusted(&mut self, shared: &Shared) -> bool {
+        if let Some(known) = shared.end_marks_trusted_if_known() {
             return known;
         }
         self.listed += 1;
-        self.listed > TRUST_SHORT_READS_AFTER && shared.short_read_ends()
+        self.listed > TRUST_END_MARKS_AFTER && shared.end_marks_trusted()
     }
 
     fn chunk_for(&mut self, dir: Arc<Dir>) -> ChunkBuf {
@@ -226,8 +226,8 @@ impl Reader {
             let probes = filter.probe_names();
             let mut present = Vec::new();
             if !probes.is_empty() {
-                let short_read_ends = self.short_read_ends(shared);
-                self.listing.read(fd.as_fd(), &mut self.buf, short_read_ends);
+                let end_marks_trusted = self.end_marks_trusted(shared);
+                self.listing.read(fd.as_fd(), &mut self.buf, end_marks_trusted);
                 listed = true;
                 present.extend(probes.iter().map(|p| self.listing.contains(p)));
             }
@@ -324,8 +324,8 @@ impl Reader {
         let mut source = if listed {
             Source::Listed(self.listing.replay())
         } else {
-            let short_read_ends = self.short_read_ends(shared);
-            Source::Raw(DirStream::new(fd, &mut self.buf, short_read_ends))
+            let end_marks_trusted = self.end_marks_trusted(shared);
+            Source::Raw(DirStream::new(fd, &mut self.buf, end_marks_trusted))
         };
         // The position of the entry at hand: that of the one before it, as
         // `d_off` gives the position after each entry.

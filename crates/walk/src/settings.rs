@@ -79,8 +79,8 @@ pub(crate) struct Shared {
     /// walk's owner (an iterator dropped); every thread stops at its next chunk.
     stop: Arc<AtomicBool>,
     pub(crate) budget: Budget,
-    /// Whether a short `getdents64` read is a directory's last (see `mounts`).
-    short_read_ends: OnceLock<bool>,
+    /// Whether a listing may stop where a record marks the end (see `mounts`).
+    end_marks_trusted: OnceLock<bool>,
     /// Threads that may still help stat a chunk whose stats wait on the
     /// file system (see `crate::read`): as many as the I/O depth, for the
     /// whole walk.
@@ -96,7 +96,7 @@ impl Shared {
             roots,
             stop: stop.unwrap_or_default(),
             budget,
-            short_read_ends: OnceLock::new(),
+            end_marks_trusted: OnceLock::new(),
         }
     }
 
@@ -115,23 +115,23 @@ impl Shared {
         self.stat_helpers.fetch_add(n, Ordering::AcqRel);
     }
 
-    /// Whether a short `getdents64` read is a directory's last, found out
+    /// Whether a listing may stop where a record marks the end, found out
     /// on the first call (see `mounts`).
-    pub(crate) fn short_read_ends(&self) -> bool {
-        *self.short_read_ends.get_or_init(|| {
+    pub(crate) fn end_marks_trusted(&self) -> bool {
+        *self.end_marks_trusted.get_or_init(|| {
             let follow = self.settings.follow_links;
             match &self.settings.roots_within {
-                Some(within) => crate::mounts::short_read_ends([within.as_path()], follow),
+                Some(within) => crate::mounts::end_marks_trusted([within.as_path()], follow),
                 None => {
                     let roots = self.roots.iter().map(|r| Path::new(OsStr::from_bytes(r)));
-                    crate::mounts::short_read_ends(roots, follow)
+                    crate::mounts::end_marks_trusted(roots, follow)
                 }
             }
         })
     }
 
-    pub(crate) fn short_read_ends_if_known(&self) -> Option<bool> {
-        self.short_read_ends.get().copied()
+    pub(crate) fn end_marks_trusted_if_known(&self) -> Option<bool> {
+        self.end_marks_trusted.get().copied()
     }
 
     pub(crate) fn stopped(&self) -> bool {

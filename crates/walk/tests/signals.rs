@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use fnd_walk::{Order, WalkBuilder};
 
-/// Enough directories that each reader trusts short reads on local file
+/// Enough directories that each reader trusts end marks on local file
 /// systems (it asks only after 64).
 const DIRS: usize = 400;
 const FILES: usize = 40;

@@ -63,11 +63,11 @@ pub(super) struct Listing {
 }
 
 impl Listing {
-    pub(super) fn read(&mut self, fd: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], short_read_ends: bool) {
+    pub(super) fn read(&mut self, fd: BorrowedFd<'_>, buf: &mut [MaybeUninit<u8>], end_marks_trusted: bool) {
         self.names.clear();
         self.items.clear();
         self.error = None;
-        let mut raw = DirStream::new(fd, buf, short_read_ends);
+        let mut raw = DirStream::new(fd, buf, end_marks_trusted);
         while let Some(item) = raw.next() {
             match item {
                 Ok(e) => {
