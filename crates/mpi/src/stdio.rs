@@ -33,12 +33,12 @@ use rustix::process::{Pid, PidfdFlags, PidfdGetfdFlags};
 const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "orterun", "prterun", "prte"];
 
 /// Which of the launcher's streams this process writes to directly now.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Adopted {
+#[derive(Clone, Copy, Debug, Default)]
+struct Adopted {
     /// Stdout is the launcher's own.
-    pub stdout: bool,
+    stdout: bool,
     /// Stderr is the launcher's own.
-    pub stderr: bool,
+    stderr: bool,
 }
 
 /// What [`adopt_launcher_output`] took, once it ran.
@@ -47,11 +47,10 @@ static ADOPTED: OnceLock<Adopted> = OnceLock::new();
 /// Make this process's stdout and stderr the launcher's own, when its
 /// parent is Open MPI's launcher and the kernel allows (see the module
 /// doc). Call it before any thread writes to either. Harmless anywhere
-/// else: nothing changes.
-pub fn adopt_launcher_output() -> Adopted {
-    let adopted = adopt();
-    let _ = ADOPTED.set(adopted);
-    adopted
+/// else: nothing changes. What it took, [`stdout_is_terminal`] and
+/// [`stderr_is_terminal`] take into account.
+pub fn adopt_launcher_output() {
+    let _ = ADOPTED.set(adopt());
 }
 
 /// Whether stdout is a terminal the user looks at: not the
