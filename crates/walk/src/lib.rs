@@ -89,9 +89,9 @@
 //! README draws them, and `tests/layers.rs` checks the imports):
 //!
 //! 1. system calls: `dirent` (`getdents64` records), `mounts` (may a
-//!    listing stop where a record marks its end), `open` (`openat`, long paths), [`meta`]
-//!    (types and stat calls), [`error`]; [`remove`] (deleting a tree
-//!    through descriptors, with no symlink followed);
+//!    listing stop where a record marks its end), `open` (`openat`, long
+//!    paths), [`meta`] (types and stat calls), [`error`]; [`remove`]
+//!    (deleting a tree through descriptors, with no symlink followed);
 //! 2. the filter contract: [`filter`];
 //! 3. descriptors: `budget` (how many stay open), `dir` (how a directory is
 //!    opened and how long its descriptor lives);

@@ -5,10 +5,10 @@
 //! buffer is full, the directory ends or a signal is pending; most of them
 //! mark the end in the last record's position (`crate::dirent`), and where
 //! one does not, the walk reads on until 0. FUSE, NFS, CIFS and others may
-//! return less at any time, with positions of their own choosing. A walk skips the read that
-//! would return 0 only when every file system mounted at or under its roots
-//! (and the one holding each root) is of the first kind; with links
-//! followed, that is every mount there is.
+//! return less at any time, with positions of their own choosing. A walk
+//! skips the read that would return 0 only when every file system mounted
+//! at or under its roots (and the one holding each root) is of the first
+//! kind; with links followed, that is every mount there is.
 //!
 //! Offers [`end_marks_trusted`]. Relies on nothing else in this crate: only
 //! `/proc/self/mountinfo` (and `/proc/self/fd` for real paths).
