@@ -9,8 +9,9 @@
 //!          name bytes u32
 //! body     root path bytes,
 //!          devices × u64,
-//!          dirs × 28 bytes: ino u64, ctime i64 (nanoseconds), first entry
-//!            u32, first child u32, device index << 8 | ignore files (bits)
+//!          dirs × 18 bytes: stamp digest u64 (see [`RowStamp`]), first
+//!            entry u32, first child u32, device index << 4 | ignore
+//!            files (bits) u16
 //!          entries × u32: type (d_type) << 28 | name id
 //!          name index × u32: where every NAME_BLOCK-th name starts
 //!          names: each a LEB128 length, then its bytes
@@ -34,10 +35,18 @@ use fnd_walk::{FileType, Metadata};
 /// What a file must start with.
 pub const MAGIC: &[u8; 8] = b"FNDINDX\n";
 /// The version this build reads and writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 const HEADER: usize = 64;
-const DIR_ROW: usize = 28;
+/// A directory's row: 28 bytes with its inode and ctime whole (version 2)
+/// were a third of the index of the `src` tree.
+const DIR_ROW: usize = 18;
+/// Where a row's fields are.
+const ROW_FIRST_ENTRY: usize = 8;
+const ROW_FIRST_CHILD: usize = 12;
+const ROW_DEV: usize = 16;
+/// The ignore files' bits below the device index, in a row's last field.
+const IGNORE_BITS: u32 = 4;
 /// Names per offset of the name index: one offset per name made a fifth
 /// of the index of the `src` tree; with 8, finding a name skips 3.5
 /// lengths on average.
@@ -45,10 +54,11 @@ const NAME_BLOCK: usize = 8;
 const TYPE_SHIFT: u32 = 28;
 const ID_MASK: u32 = (1 << TYPE_SHIFT) - 1;
 /// Devices a file can tell apart (the index of one in a directory's row).
-const MAX_DEVS: usize = 1 << 24;
+const MAX_DEVS: usize = 1 << (16 - IGNORE_BITS);
 
 /// The ignore files a directory holds, as bits of [`Dir::ignore_files`].
 pub const IGNORE_FILES: [&[u8]; 4] = [b".gitignore", b".ignore", b".fdignore", b".git"];
+const _: () = assert!(IGNORE_FILES.len() <= IGNORE_BITS as usize);
 
 /// A directory's identity and change stamp: when any part differs, its
 /// listing may have changed. The ctime alone says so: whatever changes a
@@ -74,11 +84,33 @@ impl From<&Metadata> for Stamp {
 }
 
 impl Stamp {
-    /// The ctime in nanoseconds, as a row holds it.
+    /// The ctime in nanoseconds.
     fn ctime_nanos(&self) -> i64 {
         self.ctime
             .saturating_mul(1_000_000_000)
             .saturating_add(i64::from(self.ctime_ns))
+    }
+}
+
+/// What a directory's row keeps of its [`Stamp`]: the device, and the
+/// inode and ctime as one 64-bit digest, 8 bytes where they took 16.
+/// A directory whose ctime changed always has another digest (the inode
+/// is multiplied by an odd constant, a bijection, and the ctime xor-ed
+/// in); another directory in its place (another inode, another ctime) has
+/// the same digest one time in 2^64.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RowStamp {
+    pub dev: u64,
+    pub digest: u64,
+}
+
+impl From<Stamp> for RowStamp {
+    fn from(s: Stamp) -> RowStamp {
+        const ODD: u64 = 0x9E37_79B9_7F4A_7C15;
+        RowStamp {
+            dev: s.dev,
+            digest: s.ino.wrapping_mul(ODD) ^ s.ctime_nanos() as u64,
+        }
     }
 }
 
@@ -429,7 +461,8 @@ impl IndexWriter {
 
     /// Start the next directory (breadth-first); its entries follow with
     /// [`add_entry`](Self::add_entry). Returns its row.
-    pub fn add_dir(&mut self, stamp: Stamp, ignore_files: u32) -> u32 {
+    pub fn add_dir(&mut self, stamp: impl Into<RowStamp>, ignore_files: u32) -> u32 {
+        let stamp = stamp.into();
         let row = self.n_dirs;
         self.n_dirs += 1;
         let dev = match self.devs.iter().position(|&d| d == stamp.dev) {
@@ -442,11 +475,11 @@ impl IndexWriter {
             None => 0,
         };
         let d = &mut self.dirs;
-        d.extend_from_slice(&stamp.ino.to_le_bytes());
-        d.extend_from_slice(&stamp.ctime_nanos().to_le_bytes());
+        d.extend_from_slice(&stamp.digest.to_le_bytes());
         d.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         d.extend_from_slice(&(self.children + 1).to_le_bytes());
-        d.extend_from_slice(&((dev as u32) << 8 | ignore_files & 0xff).to_le_bytes());
+        let ignore = ignore_files & ((1 << IGNORE_BITS) - 1);
+        d.extend_from_slice(&((dev as u16) << IGNORE_BITS | ignore as u16).to_le_bytes());
         row
     }
 
@@ -722,9 +755,9 @@ impl<'a> Index<'a> {
         let mut last = (0, 1);
         for r in 0..n_dirs {
             let (first, child, dev) = (
-                self.field(r, 16) as usize,
-                self.field(r, 20) as usize,
-                self.field(r, 24) as usize >> 8,
+                self.field(r, ROW_FIRST_ENTRY) as usize,
+                self.field(r, ROW_FIRST_CHILD) as usize,
+                self.dev_field(r) as usize >> IGNORE_BITS,
             );
             if first < last.0 || first > n_entries || (r == 0 && first != 0) {
                 return Err(FormatError::Corrupt("entries out of range"));
@@ -771,10 +804,16 @@ impl<'a> Index<'a> {
         u32_le(self.dirs, r * DIR_ROW + at)
     }
 
+    /// Row `r`'s device index and ignore files.
+    fn dev_field(&self, r: usize) -> u16 {
+        let at = r * DIR_ROW + ROW_DEV;
+        u16::from_le_bytes([self.dirs[at], self.dirs[at + 1]])
+    }
+
     /// Row `r`'s first entry and first child, or the ends past the last row.
     fn starts(&self, r: usize) -> (u32, u32) {
         if r < self.n_dirs as usize {
-            (self.field(r, 16), self.field(r, 20))
+            (self.field(r, ROW_FIRST_ENTRY), self.field(r, ROW_FIRST_CHILD))
         } else {
             (self.n_entries, self.n_dirs)
         }
@@ -895,7 +934,7 @@ impl<'a> Index<'a> {
         // The last row whose first entry is at or before `e`.
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            if self.field(mid, 16) <= e {
+            if self.field(mid, ROW_FIRST_ENTRY) <= e {
                 lo = mid;
             } else {
                 hi = mid;
@@ -913,7 +952,7 @@ impl<'a> Index<'a> {
         // The last row whose first child is at or before `row`.
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            if self.field(mid, 20) <= row {
+            if self.field(mid, ROW_FIRST_CHILD) <= row {
                 lo = mid;
             } else {
                 hi = mid;
@@ -921,7 +960,7 @@ impl<'a> Index<'a> {
         }
         let parent = self.dir(lo as u32);
         let (first, _) = self.starts(lo);
-        let k = row - self.field(lo, 20);
+        let k = row - self.field(lo, ROW_FIRST_CHILD);
         let nth = (first..first + parent.len() as u32)
             .filter(|&e| self.entry(e as usize).1 == FileType::Dir)
             .nth(k as usize)?;
@@ -947,23 +986,20 @@ impl<'a> Index<'a> {
 }
 
 impl<'a> Dir<'a> {
-    pub fn stamp(&self) -> Stamp {
+    /// What its row keeps of its stamp when it was read.
+    pub fn stamp(&self) -> RowStamp {
         let index = &self.index;
         let r = self.row as usize;
-        let at = r * DIR_ROW;
-        let nanos = u64_le(index.dirs, at + 8) as i64;
-        let dev = (index.field(r, 24) >> 8) as usize;
-        Stamp {
+        let dev = (index.dev_field(r) >> IGNORE_BITS) as usize;
+        RowStamp {
             dev: u64_le(index.devs, dev * 8),
-            ino: u64_le(index.dirs, at),
-            ctime: nanos.div_euclid(1_000_000_000),
-            ctime_ns: nanos.rem_euclid(1_000_000_000) as u32,
+            digest: u64_le(index.dirs, r * DIR_ROW),
         }
     }
 
     /// The [`IGNORE_FILES`] it holds, one bit each.
     pub fn ignore_files(&self) -> u32 {
-        self.index.field(self.row as usize, 24) & 0xff
+        u32::from(self.index.dev_field(self.row as usize)) & ((1 << IGNORE_BITS) - 1)
     }
 
     /// Its first entry's number (for [`Index::entry`]).
@@ -1083,8 +1119,14 @@ mod tests {
         let index = Index::parse(&bytes).unwrap();
         assert_eq!(index.built_at(), 5);
         let a = index.find(b"a").unwrap();
-        let stamp = index.dir(a).stamp();
-        assert_eq!((stamp.ino, stamp.ctime, stamp.ctime_ns, stamp.dev), (7, -3, 5, 9));
+        let stamp = Stamp {
+            ino: 7,
+            ctime: -3,
+            ctime_ns: 5,
+            dev: 9,
+        };
+        assert_eq!(index.dir(a).stamp(), stamp.into());
+        assert_ne!(index.dir(0).stamp(), stamp.into());
         assert_eq!(index.dir(a).ignore_files(), 1);
         let names: Vec<_> = index.dir(0).entries().map(|e| (e.name, e.file_type)).collect();
         assert_eq!(names, [(&b"a"[..], FileType::Dir), (&b"b"[..], FileType::Symlink)]);
@@ -1125,7 +1167,7 @@ mod tests {
             assert!(Index::parse(&b).is_err(), "flip at {at}");
         }
         let mut other = bytes.clone();
-        other[8] = 3;
-        assert_eq!(Index::parse(&other).err(), Some(FormatError::Version(3)));
+        other[8] = 2;
+        assert_eq!(Index::parse(&other).err(), Some(FormatError::Version(2)));
     }
 }

@@ -1,8 +1,9 @@
 //! An index of directory trees for `fnd`: every entry's name and type
 //! (each distinct name stored once), each directory's identity and change
-//! stamp (device, inode, ctime) and the ignore files it holds; built with the walk,
-//! stored compactly, replaced atomically, read through a memory map, and
-//! brought up to date with one `stat` per directory.
+//! stamp (device, and inode and ctime as one digest) and the ignore files
+//! it holds; built with the walk, stored compactly, replaced atomically,
+//! read through a memory map, and brought up to date with one `stat` per
+//! directory.
 //!
 //! The modules are in layers, each using only those below it (checked by
 //! `tests/layers.rs`):

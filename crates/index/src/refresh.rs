@@ -16,7 +16,7 @@ use fnd_walk::meta::stat_path;
 use rustc_hash::FxHashMap;
 
 use crate::build::{fill, list, now, Old, Skip, Source};
-use crate::format::{Index, IndexWriter, Stamp};
+use crate::format::{Index, IndexWriter, RowStamp, Stamp};
 
 /// `path` followed by `/name` (no second `/` after the root's).
 fn push_name(path: &mut Vec<u8>, name: &[u8]) {
@@ -47,7 +47,9 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
     const CUT: usize = 2;
     let threads = threads.clamp(1, 64);
     let differs = |row: u32, m: io::Result<fnd_walk::Metadata>| {
-        m.map_or(true, |m| !m.is_dir() || Stamp::from(&m) != index.dir(row).stamp())
+        m.map_or(true, |m| {
+            !m.is_dir() || RowStamp::from(Stamp::from(&m)) != index.dir(row).stamp()
+        })
     };
     let n = index.dir_count();
     // Depth of each row down to the cut, their paths, the rows at the cut.
