@@ -320,7 +320,7 @@ pub fn fill(
                 // The entries copied whole (an entry at a time, this loop
                 // was 9% of a refresh after 1% of million changed).
                 let first = dir.first_entry();
-                let subdirs = w.add_entry_words(&old.index.entry_words()[first * 4..(first + dir.len()) * 4]);
+                let subdirs = w.add_entry_words(old.index.entry_words_from(first, dir.len()));
                 let children = dir.children();
                 for k in 0..subdirs as u32 {
                     let child = Some(children.start + k).filter(|c| children.contains(c));
