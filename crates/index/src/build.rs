@@ -370,8 +370,9 @@ pub fn build(root: &Path, threads: usize) -> IndexWriter {
     let mut w = IndexWriter::with_table(root, now(), &listed.names);
     w.reserve(dirs, entries, 0);
     let w = fill(w, &listed, None, Source::Listed(root.to_vec()), None);
-    // Some 280k blocks to free: while the index is saved.
-    std::thread::spawn(move || drop(listed));
+    // Some 280k blocks to free: while the index is saved (here, when no
+    // thread can start).
+    let _ = std::thread::Builder::new().spawn(move || drop(listed));
     w
 }
 

@@ -100,7 +100,8 @@ fn replace(file: &Path, fill: impl FnOnce(&mut fs::File) -> io::Result<()>) -> i
         let old = rustix::fs::open(file, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty());
         fs::rename(&tmp, file)?;
         if let Ok(old) = old {
-            std::thread::spawn(move || drop(old));
+            // A thread that cannot start leaves the freeing here.
+            let _ = std::thread::Builder::new().spawn(move || drop(old));
         }
         Ok(f)
     })();
