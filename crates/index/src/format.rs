@@ -174,9 +174,20 @@ fn four_narrow(c: &[u8]) -> [u32; 4] {
     ]
 }
 
+/// The 3-byte entry at the start of `bytes`, as its 24-bit word.
+fn narrow_at(bytes: &[u8]) -> u32 {
+    u32::from_le_bytes([bytes[0], bytes[1], bytes[2], 0])
+}
+
 /// A 3-byte entry (type << 20 | id) as a word (type << 28 | id).
 fn widen(narrow: u32) -> u32 {
     (narrow >> NARROW_SHIFT) << TYPE_SHIFT | narrow & (NARROW_NAMES - 1)
+}
+
+/// A word (type << 28 | id, the id below 2^20) as a 3-byte entry: what
+/// [`widen`] undoes.
+fn narrow(word: u32) -> u32 {
+    (word >> TYPE_SHIFT) << NARROW_SHIFT | word & (NARROW_NAMES - 1)
 }
 
 /// The type of an entry word's top four bits.
@@ -620,13 +631,12 @@ impl IndexWriter {
             f(&buf)?;
         }
         f(&self.dirs)?;
-        let narrow = self.entry_width() == 3;
+        let width = self.entry_width();
         for chunk in self.entries.chunks(WORDS) {
             buf.clear();
             for &w in chunk {
-                if narrow {
-                    let w = (w >> TYPE_SHIFT) << NARROW_SHIFT | w & (NARROW_NAMES - 1);
-                    buf.extend_from_slice(&w.to_le_bytes()[..3]);
+                if width == 3 {
+                    buf.extend_from_slice(&narrow(w).to_le_bytes()[..3]);
                 } else {
                     buf.extend_from_slice(&w.to_le_bytes());
                 }
@@ -956,7 +966,7 @@ impl<'a> Index<'a> {
     fn entry_word(&self, e: usize) -> u32 {
         if self.entry_width == 3 {
             let b = &self.entries[e * 3..e * 3 + 3];
-            widen(u32::from_le_bytes([b[0], b[1], b[2], 0]))
+            widen(narrow_at(b))
         } else {
             u32_le(self.entries, e * 4)
         }
@@ -978,7 +988,7 @@ impl<'a> Index<'a> {
         let w = self.entry_width;
         let bytes = self.entries.get(first * w..(first + n) * w).unwrap_or_default();
         bytes.chunks_exact(w).map(move |c| match *c {
-            [a, b, c] => widen(u32::from_le_bytes([a, b, c, 0])),
+            [_, _, _] => widen(narrow_at(c)),
             _ => u32::from_le_bytes(c.try_into().unwrap_or_default()),
         })
     }
@@ -996,7 +1006,7 @@ impl<'a> Index<'a> {
                 let mask = NARROW_NAMES - 1;
                 max.max(a & mask).max(b & mask).max(c & mask).max(d & mask)
             });
-            let rest = rest.chunks_exact(3).map(|c| u32::from_le_bytes([c[0], c[1], c[2], 0]));
+            let rest = rest.chunks_exact(3).map(narrow_at);
             rest.fold(max, |max, w| max.max(w & (NARROW_NAMES - 1)))
         } else {
             self.entry_words().fold(0, |max, w| max.max(w & ID_MASK))
@@ -1023,7 +1033,7 @@ impl<'a> Index<'a> {
                     }
                 }
                 for (i, c) in words[whole..].chunks_exact(3).enumerate() {
-                    let word = u32::from_le_bytes([c[0], c[1], c[2], 0]);
+                    let word = narrow_at(c);
                     mask |= u64::from(word & (NARROW_NAMES - 1) == id) << (whole / 3 + i);
                 }
             } else {
