@@ -89,9 +89,6 @@ pub fn run(launched: Launched) -> ExitCode {
     }
     // The progress line is one process's view of one walk.
     settings.progress = false;
-    if settings.io_depth == 0 {
-        settings.io_depth = fnd_walk::ranks::default_io_depth();
-    }
     // Only rank 0 has the launcher's stdin: it reads `--files0-from`
     // before MPI starts, and tells the others what it read.
     let read = (speaks && settings.files0_from.is_some()).then(|| command::try_read_operands(&settings));

@@ -231,9 +231,6 @@ impl Part {
         // be counted.
         search.hold_early = None;
         search.flush_each_chunk = search.max_results.is_some();
-        if search.io_depth == 0 {
-            search.io_depth = fnd_walk::ranks::default_io_depth();
-        }
         let framed = search
             .max_results
             .filter(|_| matches!(config.output, crate::results::Output::Print(_)));

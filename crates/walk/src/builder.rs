@@ -20,7 +20,6 @@ use std::sync::Arc;
 use crate::filter::{EntryFilter, RawEntry};
 use crate::hooks::{Keep, Prune};
 use crate::ignore::IgnoreBuilder;
-use crate::io::AUTO_IO_DEPTH;
 use crate::settings::{Order, Settings, Sort};
 
 /// What the builder was told: the settings as given (resolved when the
@@ -78,7 +77,7 @@ impl WalkBuilder {
                     order: Order::default(),
                     threads: cores(),
                     shallow_first: false,
-                    io_depth: AUTO_IO_DEPTH,
+                    io_depth: 0,
                     min_depth: 0,
                     max_depth: None,
                     follow_links: false,
@@ -162,7 +161,9 @@ impl WalkBuilder {
     }
 
     /// Most directory reads of a parallel walk that may wait on the file
-    /// system at once (0 means the default, 128). The walk starts with
+    /// system at once (0 means the default: 128, shared among the ranks of
+    /// an MPI job on the same node in [`visit_ranks`](Self::visit_ranks)).
+    /// The walk starts with
     /// [`threads`](Self::threads) workers and, only when it sees its reads
     /// block (a cold cache, a network or FUSE mount), adds workers up to this
     /// many: blocked threads cost no CPU, and each keeps one request in
@@ -182,7 +183,7 @@ impl WalkBuilder {
     /// # }
     /// ```
     pub fn io_depth(mut self, n: usize) -> Self {
-        self.cfg.settings.io_depth = if n == 0 { AUTO_IO_DEPTH } else { n };
+        self.cfg.settings.io_depth = n;
         self
     }
 

@@ -24,24 +24,8 @@
 pub use crate::schedule::ranks::{Hold, RankCounts, Ranks};
 
 use crate::builder::WalkBuilder;
-use crate::io::AUTO_IO_DEPTH;
 use crate::visit::Visitor;
 use crate::walker::Walker;
-
-/// The I/O depth of a rank whose user chose none: one process's default
-/// ([`WalkBuilder::io_depth`]) shared by the tasks of the job on this node
-/// ([`fnd_mpi::launch::tasks_on_this_node`]), which share its file system
-/// client. Each rank at the whole default held directories in reads that
-/// the client only queued, and that idle ranks could have taken: through
-/// an emulated client of 8 slots per rank, 8 ranks on one machine walked
-/// at 64% efficiency with 128 each and 87% with 16 each (BENCHMARKS.md,
-/// 2026-11-27).
-pub fn default_io_depth() -> usize {
-    let tasks = fnd_mpi::launch::tasks_on_this_node().unwrap_or(1);
-    AUTO_IO_DEPTH
-        .div_ceil(usize::try_from(tasks).unwrap_or(usize::MAX))
-        .max(1)
-}
 
 /// The walk shared with the other ranks of the job: each rank's part on
 /// its own threads ([`WalkBuilder::visit_ranks`]).

@@ -51,7 +51,8 @@ pub(crate) struct Settings {
     /// Parallel workers take their shallowest pending directory first.
     pub(crate) shallow_first: bool,
     /// Most workers of a parallel walk once its reads wait on I/O (see
-    /// `crate::io`; resolved: 1 when the walk runs on one thread).
+    /// `crate::io`; as given, 0 is the default, which depends on whether
+    /// the walk runs alone or as one rank of a job).
     pub(crate) io_depth: usize,
     pub(crate) min_depth: usize,
     pub(crate) max_depth: Option<usize>,

@@ -11,6 +11,7 @@ use crate::entry::{Chunk, EntryRef};
 use crate::error::Error;
 use crate::filter::EntryFilter;
 use crate::hooks::Chain;
+use crate::io::AUTO_IO_DEPTH;
 use crate::settings::{Order, Settings, Shared};
 use crate::visit::{Flow, Visitor};
 
@@ -53,7 +54,10 @@ impl WalkBuilder {
     {
         // Always a pool here, which may grow while reads wait, even from one
         // thread (a rank bound to one core): `resolve` gives it its depth.
-        let shared = self.clone().order(Order::Parallel).resolve(Some(ranks.stop_flag()));
+        let shared = self
+            .clone()
+            .order(Order::Parallel)
+            .resolve_with(Some(ranks.stop_flag()), crate::schedule::ranks::default_io_depth());
         ranks.run(&shared, handle, self.guarded(&shared, &make), |guard| {
             done(guard.into_visitor())
         });
@@ -137,6 +141,12 @@ impl WalkBuilder {
     /// I/O depth, descriptor budget), every filter folded into one; `stop`
     /// replaces the owner's stop flag.
     pub(crate) fn resolve(&self, stop: Option<Arc<AtomicBool>>) -> Shared {
+        self.resolve_with(stop, AUTO_IO_DEPTH)
+    }
+
+    /// [`resolve`](Self::resolve), with `default_io_depth` where the caller
+    /// gave no I/O depth.
+    fn resolve_with(&self, stop: Option<Arc<AtomicBool>>, default_io_depth: usize) -> Shared {
         let cfg = &self.cfg;
         let given = &cfg.settings;
         let threads = if given.order == Order::Parallel {
@@ -147,7 +157,11 @@ impl WalkBuilder {
         // One worker, too, may grow while its reads wait: a process bound to
         // one core (`taskset`, a one-CPU container, mpirun's binding) on a
         // slow mount. Only a depth of 1 runs serially (see `schedule::run`).
-        let io_depth = threads.max(given.io_depth);
+        let io_depth = match given.io_depth {
+            0 => default_io_depth,
+            n => n,
+        };
+        let io_depth = threads.max(io_depth);
         let ignore = cfg
             .ignore
             .clone()
@@ -238,5 +252,25 @@ impl<V> Drop for Guard<'_, V> {
         if std::thread::panicking() {
             self.shared.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn depth(builder: WalkBuilder, default_io_depth: usize) -> usize {
+        builder.resolve_with(None, default_io_depth).settings.io_depth
+    }
+
+    #[test]
+    fn a_depth_not_given_is_the_callers_default_and_a_given_one_is_kept() {
+        let walk = WalkBuilder::new(".").threads(2);
+        assert_eq!(depth(walk.clone(), 16), 16);
+        assert_eq!(depth(walk.clone().io_depth(0), 16), 16);
+        assert_eq!(depth(walk.clone().io_depth(5), 16), 5);
+        assert_eq!(walk.clone().resolve(None).settings.io_depth, AUTO_IO_DEPTH);
+        // Never fewer workers than threads.
+        assert_eq!(depth(walk.io_depth(1), 16), 2);
     }
 }
