@@ -3,11 +3,19 @@
 //! stamp taken with an `fstat` of the descriptor the walk has just opened,
 //! before it reads it (so a change during the build shows at the next
 //! check); then the listings written out breadth-first.
+//!
+//! Each directory the walk enters gets a number, and records its parent's
+//! and its own name: the listings are linked to each other as the walk
+//! goes, so writing them out looks nothing up by path (keyed by path, the
+//! listings cost a build of million 90 ms of lookups on one thread after
+//! the walk, and as much again in hashing and growing maps during it).
 
 use std::ffi::OsStr;
+use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use fnd_walk::meta::{stat_fd, stat_path};
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
@@ -15,125 +23,212 @@ use rustc_hash::FxHashMap;
 
 use crate::format::{ignore_bits, Index, IndexWriter, NameTable, Stamp};
 
-/// One directory's entries as the walk listed them: name ids (in the
-/// listing's [`NameTable`]) and types, as listed (sorting each directory
-/// was a tenth of a build's serial part).
-#[derive(Default)]
-pub struct Listing {
-    pub stamp: Option<Stamp>,
-    /// The [`IGNORE_FILES`](crate::format::IGNORE_FILES) it holds.
+/// No directory: a root's parent, a number with no record.
+const NONE: u32 = u32::MAX;
+
+/// A directory the listing entered: its parent's number (`NONE` for a
+/// root), its name's id (`NONE` for a root, whose path is in
+/// [`Listed`]'s roots) and its stamp.
+#[derive(Clone, Copy)]
+struct Record {
+    parent: u32,
+    name: u32,
+    stamp: Option<Stamp>,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            parent: NONE,
+            name: NONE,
+            stamp: None,
+        }
+    }
+}
+
+/// Entries of one directory as one thread listed them, in order: all of
+/// a directory, or a part of a large one that several threads read.
+struct Part {
+    dir: u32,
+    /// The [`IGNORE_FILES`](crate::format::IGNORE_FILES) among them.
     ignore_files: u32,
     entries: Vec<(u32, FileType)>,
 }
 
-/// Listings by directory path (the walk's prefix without its `/`), hashed
-/// eight bytes at a time (FNV-1a, a byte at a time, was 6% of a build).
-pub type Listings = FxHashMap<Vec<u8>, Listing>;
+/// What the threads of one listing write to: each takes its own shard
+/// (a lock no other thread waits for), and its names get ids of the
+/// shard's own, merged once at the end.
+#[derive(Default)]
+struct Shard {
+    names: NameTable,
+    /// Directories entered, by number.
+    records: Vec<(u32, Record)>,
+    roots: Vec<(u32, Vec<u8>)>,
+    parts: Vec<Part>,
+}
 
-/// What a listing found: each directory's entries, by path, and their
-/// names. Each reading thread gives its names ids of its own as it lists
-/// them, in parallel; the tables are merged once at the end (interning
-/// every entry's name when the index was written was most of a build's
-/// serial part). Each thread's listings stay in a map of their own, their
-/// ids changed to the merged table's (moving them into one map was 40 ms
-/// of a build of million, on one thread).
+/// The shards of one listing, and the next directory's number.
+struct Shards {
+    walk: u64,
+    next_dir: AtomicU32,
+    next_shard: AtomicUsize,
+    shards: Vec<Mutex<Shard>>,
+}
+
+thread_local! {
+    /// This thread's shard: (the listing, the shard's index in it).
+    static SHARD: std::cell::Cell<(u64, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+impl Shards {
+    /// The calling thread's shard, given it the first time it asks.
+    fn mine(&self) -> MutexGuard<'_, Shard> {
+        let (walk, at) = SHARD.get();
+        let at = if walk == self.walk {
+            at
+        } else {
+            let at = self.next_shard.fetch_add(1, Ordering::Relaxed) % self.shards.len();
+            SHARD.set((self.walk, at));
+            at
+        };
+        self.shards[at].lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The filter state of an entered directory: its number.
+struct DirNumber(u32);
+
+/// The directory numbered by a chunk's or a parent's filter state.
+fn number(state: Option<&FilterState>) -> Option<u32> {
+    state.and_then(|s| s.downcast_ref::<DirNumber>()).map(|n| n.0)
+}
+
+/// What a listing found: the directories entered, by number; where each
+/// one's entries are; each one's subdirectories, with their names; and
+/// the names, merged into one table.
 #[derive(Default)]
 pub struct Listed {
-    /// The listings of each reading thread: a directory read in chunks by
-    /// several threads is in several.
-    pub parts: Vec<Listings>,
     pub names: NameTable,
+    records: Vec<Record>,
+    roots: FxHashMap<Vec<u8>, u32>,
+    root_paths: FxHashMap<u32, Vec<u8>>,
+    parts: Vec<Part>,
+    /// Each directory's first part, and the part after each part of the
+    /// same directory (`NONE` past the last).
+    first_part: Vec<u32>,
+    next_part: Vec<u32>,
+    /// The subdirectories of directory `d`, as (name, number) sorted by
+    /// name, are `kids[kids_at[d]..kids_at[d + 1]]`.
+    kids_at: Vec<u32>,
+    kids: Vec<(u32, u32)>,
 }
 
 impl Listed {
-    /// The directory at `path`: its stamp, the ignore files it holds,
-    /// and its entries (name ids and types).
-    fn listing(&self, path: &[u8]) -> (Option<Stamp>, u32, impl Iterator<Item = &(u32, FileType)>) {
-        let mut parts = self.parts.iter().filter_map(|m| m.get(path));
-        let first = parts.next();
-        let rest: Vec<&Listing> = parts.collect();
-        let all = || first.into_iter().chain(rest.iter().copied());
-        let stamp = all().find_map(|l| l.stamp);
-        let ignore_files = all().fold(0, |bits, l| bits | l.ignore_files);
-        let entries = first.into_iter().chain(rest).flat_map(|l| l.entries.iter());
-        (stamp, ignore_files, entries)
+    /// Numbers every part and subdirectory by the directory it belongs to.
+    fn link(&mut self) {
+        let n = self.records.len();
+        self.first_part = vec![NONE; n];
+        self.next_part = vec![NONE; self.parts.len()];
+        for (i, part) in self.parts.iter().enumerate().rev() {
+            let first = &mut self.first_part[part.dir as usize];
+            self.next_part[i] = *first;
+            *first = i as u32;
+        }
+        let mut at = vec![0u32; n + 1];
+        for r in self.records.iter().filter(|r| r.parent != NONE) {
+            at[r.parent as usize + 1] += 1;
+        }
+        for d in 0..n {
+            at[d + 1] += at[d];
+        }
+        let mut fill = at.clone();
+        self.kids = vec![(0, 0); at[n] as usize];
+        for (d, r) in self.records.iter().enumerate().filter(|(_, r)| r.parent != NONE) {
+            let slot = &mut fill[r.parent as usize];
+            self.kids[*slot as usize] = (r.name, d as u32);
+            *slot += 1;
+        }
+        for d in 0..n {
+            self.kids[at[d] as usize..at[d + 1] as usize].sort_unstable();
+        }
+        self.kids_at = at;
+    }
+
+    /// The parts of directory `dir`.
+    fn parts_of(&self, dir: u32) -> impl Iterator<Item = &Part> + '_ {
+        let mut at = self.first_part.get(dir as usize).copied().unwrap_or(NONE);
+        std::iter::from_fn(move || {
+            let part = self.parts.get(at as usize)?;
+            at = self.next_part[at as usize];
+            Some(part)
+        })
+    }
+
+    /// The subdirectory of `dir` named `name`, when the listing entered it.
+    fn kid(&self, dir: u32, name: u32) -> Option<u32> {
+        let kids = &self.kids[self.kids_at[dir as usize] as usize..self.kids_at[dir as usize + 1] as usize];
+        kids.binary_search_by_key(&name, |k| k.0).ok().map(|k| kids[k].1)
+    }
+
+    /// The path of directory `dir`, from its root's and the names between.
+    fn path_of(&self, mut dir: u32) -> Vec<u8> {
+        let mut names = Vec::new();
+        while let Some(r) = self.records.get(dir as usize).filter(|r| r.parent != NONE) {
+            names.push(r.name);
+            dir = r.parent;
+        }
+        let mut path = self.root_paths.get(&dir).cloned().unwrap_or_default();
+        for &name in names.iter().rev() {
+            push_name(&mut path, self.names.name(name));
+        }
+        path
     }
 
     /// How many directories and entries it holds.
     fn counts(&self) -> (usize, usize) {
-        let dirs = self.parts.iter().map(|m| m.len()).sum();
-        let entries = self
-            .parts
-            .iter()
-            .flat_map(|m| m.values())
-            .map(|l| l.entries.len())
-            .sum();
-        (dirs, entries)
+        (self.records.len(), self.parts.iter().map(|p| p.entries.len()).sum())
     }
 }
 
+/// `path` followed by `/name` (no second `/` after the root's).
+pub(crate) fn push_name(path: &mut Vec<u8>, name: &[u8]) {
+    if !path.ends_with(b"/") {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+}
+
+/// A walking thread's visitor: its chunks go to its shard.
 struct Collect {
-    listings: Listings,
-    names: NameTable,
-    /// Which listing this is (see [`Entered::walk`]).
-    walk: u64,
-}
-
-/// The directory a reading thread entered last, with its stamp; and
-/// those it found empty. A thread reads one directory at a time, entering
-/// it ([`Stamper`]), then visiting its chunks ([`Collect`]), so a directory
-/// entered and never visited before the next is empty: its stamp is kept
-/// here (27k of million's 140k directories are empty; a stat of each by
-/// path was 8% of a build).
-#[derive(Default)]
-struct Entered {
-    /// The listing it belongs to: a thread may serve several in turn.
-    walk: u64,
-    path: Vec<u8>,
-    stamp: Option<Stamp>,
-    visited: bool,
-    empty: Vec<(Vec<u8>, Stamp)>,
-}
-
-thread_local! {
-    static ENTERED: std::cell::RefCell<Entered> = std::cell::RefCell::default();
+    shards: Arc<Shards>,
 }
 
 impl Visitor for Collect {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
-        let prefix = chunk.prefix();
-        let path = match prefix.strip_suffix(b"/") {
-            Some(p) if !p.is_empty() => p,
-            _ => prefix,
+        // Every directory entered has a number (`Stamper::enter`).
+        let Some(dir) = number(chunk.filter_state()) else {
+            debug_assert!(false, "a chunk without its directory's number");
+            return Flow::Continue;
         };
-        let stamp = ENTERED.with_borrow_mut(|entered| {
-            if entered.walk != self.walk {
-                return None;
-            }
-            for (path, stamp) in entered.empty.drain(..) {
-                self.listings.entry(path).or_default().stamp = Some(stamp);
-            }
-            // Not the directory this thread entered: a part of a large one.
-            (entered.path == path).then(|| {
-                entered.visited = true;
-                entered.stamp
-            })
-        });
-        let (listings, names) = (&mut self.listings, &mut self.names);
-        let listing = match listings.get_mut(path) {
-            Some(l) => l,
-            None => listings.entry(path.to_vec()).or_default(),
-        };
-        if listing.stamp.is_none() {
-            listing.stamp = stamp.flatten();
+        let mut shard = self.shards.mine();
+        let Shard { names, parts, .. } = &mut *shard;
+        if parts.last().is_none_or(|p| p.dir != dir) {
+            parts.push(Part {
+                dir,
+                ignore_files: 0,
+                entries: Vec::with_capacity(chunk.len()),
+            });
         }
-        listing.entries.reserve(chunk.len());
+        let Some(part) = parts.last_mut() else {
+            return Flow::Continue;
+        };
+        part.entries.reserve(chunk.len());
         for e in chunk.iter() {
             let name = e.name_bytes();
             if name.starts_with(b".") {
-                listing.ignore_files |= ignore_bits([name]);
+                part.ignore_files |= ignore_bits([name]);
             }
-            listing.entries.push((names.intern(name), e.file_type()));
+            part.entries.push((names.intern(name), e.file_type()));
         }
         Flow::Continue
     }
@@ -142,35 +237,41 @@ impl Visitor for Collect {
 /// Which directories (by path) a listing leaves out.
 pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
-/// The walk's filter for a listing: each directory's stamp, from an
-/// `fstat` of the descriptor the walk has just opened, before it reads it
-/// (an `fstatat` of each subdirectory from its parent, a path lookup each,
-/// was a seventh of a build), handed to [`Collect`] through [`ENTERED`];
-/// and the directories left out.
+/// The walk's filter for a listing: numbers each directory entered and
+/// records it with its stamp, from an `fstat` of the descriptor the walk
+/// has just opened, before it reads it (an `fstatat` of each subdirectory
+/// from its parent, a path lookup each, was a seventh of a build); and
+/// leaves out the directories `skip` names.
 struct Stamper {
     skip: Option<Skip>,
-    walk: u64,
+    shards: Arc<Shards>,
 }
 
 impl EntryFilter for Stamper {
-    fn enter(&self, dir: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
         let stamp = stat_fd(dir.fd).ok().map(|m| Stamp::from(&m));
-        ENTERED.with_borrow_mut(|entered| {
-            if entered.walk != self.walk {
-                *entered = Entered {
-                    walk: self.walk,
-                    ..Entered::default()
-                };
+        let this = self.shards.next_dir.fetch_add(1, Ordering::Relaxed);
+        let mut shard = self.shards.mine();
+        let record = match number(parent) {
+            Some(parent) if dir.depth > 0 => {
+                let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
+                Record {
+                    parent,
+                    name: shard.names.intern(name),
+                    stamp,
+                }
             }
-            if let (false, Some(stamp)) = (entered.visited, entered.stamp) {
-                entered.empty.push((entered.path.clone(), stamp));
+            // A root, kept by its path.
+            _ => {
+                shard.roots.push((this, dir.path.to_vec()));
+                Record {
+                    stamp,
+                    ..Record::default()
+                }
             }
-            entered.path.clear();
-            entered.path.extend_from_slice(dir.path);
-            entered.stamp = stamp;
-            entered.visited = false;
-        });
-        None
+        };
+        shard.records.push((this, record));
+        Some(Arc::new(DirNumber(this)))
     }
 
     fn decide(&self, _: Option<&FilterState>, e: &RawEntry<'_>) -> Decision {
@@ -194,8 +295,13 @@ impl EntryFilter for Stamper {
 /// names (by path), with `threads` walking threads. `within`: a real path
 /// every root lies within (see [`WalkBuilder::roots_within`]).
 pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Option<Skip>) -> Listed {
-    static WALKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    let id = WALKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    static WALKS: AtomicU64 = AtomicU64::new(1);
+    let shards = Arc::new(Shards {
+        walk: WALKS.fetch_add(1, Ordering::Relaxed),
+        next_dir: AtomicU32::new(0),
+        next_shard: AtomicUsize::new(0),
+        shards: (0..threads.max(1) + 1).map(|_| Mutex::default()).collect(),
+    });
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
         walk = walk.add_root(root);
@@ -211,31 +317,47 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         .io_depth(threads)
         .min_depth(1)
         .lenient(true)
-        .filter(Some(Arc::new(Stamper { skip, walk: id })));
-    let mut all = Listed::default();
-    walk.visit(
-        || Collect {
-            listings: Listings::default(),
-            names: NameTable::default(),
-            walk: id,
-        },
-        |mut c| {
-            if c.listings.is_empty() {
-                return;
-            }
-            if all.parts.is_empty() {
-                all.names = c.names;
-            } else {
-                let ids: Vec<u32> = c.names.iter().map(|n| all.names.intern(n)).collect();
-                for listing in c.listings.values_mut() {
-                    for e in &mut listing.entries {
-                        e.0 = ids[e.0 as usize];
-                    }
+        .filter(Some(Arc::new(Stamper {
+            skip,
+            shards: shards.clone(),
+        })));
+    walk.visit(|| Collect { shards: shards.clone() }, drop);
+    let dirs = shards.next_dir.load(Ordering::Relaxed) as usize;
+    let mut all = Listed {
+        records: vec![Record::default(); dirs],
+        ..Listed::default()
+    };
+    for (i, shard) in shards.shards.iter().enumerate() {
+        let mut shard = std::mem::take(&mut *shard.lock().unwrap_or_else(|e| e.into_inner()));
+        if i == 0 {
+            all.names = std::mem::take(&mut shard.names);
+        } else {
+            let ids: Vec<u32> = shard.names.iter().map(|n| all.names.intern(n)).collect();
+            for part in &mut shard.parts {
+                for e in &mut part.entries {
+                    e.0 = ids[e.0 as usize];
                 }
             }
-            all.parts.push(c.listings);
-        },
-    );
+            for (_, r) in &mut shard.records {
+                if r.name != NONE {
+                    r.name = ids[r.name as usize];
+                }
+            }
+        }
+        for (number, record) in shard.records {
+            all.records[number as usize] = record;
+        }
+        for (number, path) in shard.roots {
+            all.roots.insert(path.clone(), number);
+            all.root_paths.insert(number, path);
+        }
+        if all.parts.is_empty() {
+            all.parts = shard.parts;
+        } else {
+            all.parts.append(&mut shard.parts);
+        }
+    }
+    all.link();
     all
 }
 
@@ -254,9 +376,13 @@ pub enum Source {
     Kept(u32),
 }
 
-/// A directory waiting to be written: where its path is, or its old row.
+/// A directory waiting to be written.
 enum Queued {
-    Listed(std::ops::Range<usize>),
+    /// Listed: its number.
+    Listed(u32),
+    /// Not listed (it could not be read, or went away): where its path is.
+    Unlisted(Range<usize>),
+    /// Its row in the old index.
     Kept(u32),
 }
 
@@ -279,39 +405,49 @@ pub fn fill(
     root: Source,
     old: Option<&Old<'_>>,
 ) -> IndexWriter {
-    // The paths of the directories queued, one after another: no
-    // allocation per directory.
+    // The paths of the unlisted directories queued, one after another.
     let mut paths = Vec::new();
+    let by_path = |path: &[u8], paths: &mut Vec<u8>| match listed.roots.get(path) {
+        Some(&dir) => Queued::Listed(dir),
+        None => {
+            let start = paths.len();
+            paths.extend_from_slice(path);
+            Queued::Unlisted(start..paths.len())
+        }
+    };
     let mut queue = std::collections::VecDeque::new();
     queue.push_back(match root {
-        Source::Listed(path) => {
-            paths.extend_from_slice(&path);
-            Queued::Listed(0..paths.len())
-        }
+        Source::Listed(path) => by_path(&path, &mut paths),
         Source::Kept(row) => Queued::Kept(row),
     });
     while let Some(source) = queue.pop_front() {
         match source {
-            Queued::Listed(at) => {
-                let (stamp, ignore_files, entries) = listed.listing(&paths[at.clone()]);
-                let stamp = stamp.unwrap_or_else(|| stamp_of(&paths[at.clone()]));
+            Queued::Listed(dir) => {
+                let record = listed.records[dir as usize];
+                let stamp = record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir)));
+                let ignore_files = listed.parts_of(dir).fold(0, |bits, p| bits | p.ignore_files);
                 w.add_dir(stamp, ignore_files);
-                for &(id, t) in entries {
+                // Made when a subdirectory was not listed (rare).
+                let mut path = None;
+                for &(id, t) in listed.parts_of(dir).flat_map(|p| p.entries.iter()) {
                     w.add_entry_id(ids.map_or(id, |ids| ids[id as usize]), t);
-                    if t == FileType::Dir {
-                        let start = paths.len();
-                        paths.extend_from_within(at.clone());
-                        if !paths.ends_with(b"/") {
-                            paths.push(b'/');
-                        }
-                        paths.extend_from_slice(listed.names.name(id));
-                        let child = start..paths.len();
-                        queue.push_back(match old.and_then(|o| o.kept.get(&paths[child.clone()])) {
-                            Some(&row) => Queued::Kept(row),
-                            None => Queued::Listed(child),
-                        });
+                    if t != FileType::Dir {
+                        continue;
                     }
+                    if let Some(kid) = listed.kid(dir, id) {
+                        queue.push_back(Queued::Listed(kid));
+                        continue;
+                    }
+                    let mut child = path.get_or_insert_with(|| listed.path_of(dir)).clone();
+                    push_name(&mut child, listed.names.name(id));
+                    queue.push_back(match old.and_then(|o| o.kept.get(&child)) {
+                        Some(&row) => Queued::Kept(row),
+                        None => by_path(&child, &mut paths),
+                    });
                 }
+            }
+            Queued::Unlisted(at) => {
+                w.add_dir(stamp_of(&paths[at]), 0);
             }
             Queued::Kept(row) => {
                 let Some(old) = old else { continue };
@@ -326,15 +462,11 @@ pub fn fill(
                     let child = Some(children.start + k).filter(|c| children.contains(c));
                     queue.push_back(match child {
                         Some(c) => match old.relisted.get(&c) {
-                            Some(path) => {
-                                let start = paths.len();
-                                paths.extend_from_slice(path);
-                                Queued::Listed(start..paths.len())
-                            }
+                            Some(path) => by_path(path, &mut paths),
                             None => Queued::Kept(c),
                         },
                         // Not a row (a damaged index): read it afresh next time.
-                        None => Queued::Listed(0..0),
+                        None => Queued::Unlisted(0..0),
                     });
                 }
             }
@@ -379,6 +511,66 @@ pub fn build(root: &Path, threads: usize) -> IndexWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every path below `root`, with `/` after directories, read from the
+    /// file system or from an index.
+    fn paths_on_disk(root: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![(root.to_path_buf(), String::new())];
+        while let Some((dir, rel)) = stack.pop() {
+            for e in std::fs::read_dir(dir).unwrap() {
+                let e = e.unwrap();
+                let name = format!("{rel}{}", e.file_name().to_string_lossy());
+                if e.file_type().unwrap().is_dir() {
+                    out.push(format!("{name}/"));
+                    stack.push((e.path(), format!("{name}/")));
+                } else {
+                    out.push(name);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn paths_in(index: &Index<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut stack = vec![(0u32, String::new())];
+        while let Some((row, rel)) = stack.pop() {
+            for e in index.dir(row).entries() {
+                let name = format!("{rel}{}", String::from_utf8_lossy(e.name));
+                match e.dir {
+                    Some(c) => {
+                        out.push(format!("{name}/"));
+                        stack.push((c, format!("{name}/")));
+                    }
+                    None => out.push(name),
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Subdirectories are matched to their parents' entries by name,
+    /// however many a directory has and whichever thread read them; a
+    /// name used at several depths stays with its own parent.
+    #[test]
+    fn every_subdirectory_is_under_its_own_parent() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for k in (0..600).rev() {
+            let sub = root.join(format!("wide/{}", k * 7919 % 600));
+            std::fs::create_dir_all(sub.join("same/same")).unwrap();
+            std::fs::write(sub.join(format!("same/f{k}")), "").unwrap();
+        }
+        std::fs::create_dir_all(root.join("same/wide/same")).unwrap();
+        let expected = paths_on_disk(&root);
+        for threads in [1, 2, 4] {
+            let bytes = build(&root, threads).finish();
+            assert_eq!(paths_in(&Index::parse(&bytes).unwrap()), expected, "{threads} threads");
+        }
+    }
 
     /// Every directory's stamp is its own, empty ones (never visited) too,
     /// however many listings the threads served before.

@@ -15,16 +15,8 @@ use std::sync::Arc;
 use fnd_walk::meta::stat_path;
 use rustc_hash::FxHashMap;
 
-use crate::build::{fill, list, now, Old, Skip, Source};
+use crate::build::{fill, list, now, push_name, Old, Skip, Source};
 use crate::format::{Index, IndexWriter, RowStamp, Stamp};
-
-/// `path` followed by `/name` (no second `/` after the root's).
-fn push_name(path: &mut Vec<u8>, name: &[u8]) {
-    if !path.ends_with(b"/") {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
-}
 
 /// A directory whose stamp differs from the directory now at its path:
 /// its row, its parent's row and its path, known to the check as it goes
