@@ -509,7 +509,7 @@ pub fn build(root: &Path, threads: usize) -> IndexWriter {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Every path below `root`, with `/` after directories, read from the
@@ -533,21 +533,28 @@ mod tests {
         out
     }
 
-    fn paths_in(index: &Index<'_>) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut stack = vec![(0u32, String::new())];
-        while let Some((row, rel)) = stack.pop() {
+    /// Calls `f` with every entry of `index` and its path from the root.
+    pub(crate) fn each_entry(index: &Index<'_>, mut f: impl FnMut(&[u8], &crate::format::Entry<'_>)) {
+        let mut stack = vec![(0u32, Vec::new())];
+        while let Some((row, path)) = stack.pop() {
             for e in index.dir(row).entries() {
-                let name = format!("{rel}{}", String::from_utf8_lossy(e.name));
-                match e.dir {
-                    Some(c) => {
-                        out.push(format!("{name}/"));
-                        stack.push((c, format!("{name}/")));
-                    }
-                    None => out.push(name),
+                let mut p = path.clone();
+                push_name(&mut p, e.name);
+                f(&p, &e);
+                if let Some(c) = e.dir {
+                    stack.push((c, p));
                 }
             }
         }
+    }
+
+    fn paths_in(index: &Index<'_>) -> Vec<String> {
+        let mut out = Vec::new();
+        each_entry(index, |path, e| {
+            let slash = if e.dir.is_some() { "/" } else { "" };
+            let path = path.strip_prefix(b"/").unwrap_or(path);
+            out.push(format!("{}{slash}", String::from_utf8_lossy(path)));
+        });
         out.sort();
         out
     }

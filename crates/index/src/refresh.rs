@@ -337,18 +337,10 @@ mod tests {
     /// Every path below the root with its type, and each directory's stamp.
     fn contents(index: &Index<'_>) -> Vec<String> {
         let mut out = Vec::new();
-        let mut stack = vec![(0u32, Vec::new())];
-        while let Some((row, path)) = stack.pop() {
-            for e in index.dir(row).entries() {
-                let mut p = path.clone();
-                push_name(&mut p, e.name);
-                let stamp = e.dir.map(|c| index.dir(c).stamp());
-                out.push(format!("{} {:?} {stamp:?}", String::from_utf8_lossy(&p), e.file_type));
-                if let Some(c) = e.dir {
-                    stack.push((c, p));
-                }
-            }
-        }
+        crate::build::tests::each_entry(index, |path, e| {
+            let stamp = e.dir.map(|c| index.dir(c).stamp());
+            out.push(format!("{} {:?} {stamp:?}", String::from_utf8_lossy(path), e.file_type));
+        });
         out.sort();
         out
     }
