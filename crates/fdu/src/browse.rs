@@ -214,7 +214,9 @@ fn draw(screen: &mut Screen, model: &mut Model) -> Result<usize, String> {
 fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<Root, String> {
     let progress: &'static Progress = Box::leak(Box::default());
     let owned = settings.clone();
-    let worker = std::thread::spawn(move || scan(&owned, progress));
+    let worker = std::thread::Builder::new()
+        .spawn(move || scan(&owned, progress))
+        .map_err(|e| format!("cannot start the scan: {e}"))?;
     let started = Instant::now();
     let mut drawn: Option<Instant> = None;
     while !worker.is_finished() {

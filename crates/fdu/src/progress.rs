@@ -51,7 +51,8 @@ impl Ticker {
             return None;
         }
         let (stop, stopped) = mpsc::channel::<()>();
-        let thread = std::thread::spawn(move || {
+        // No thread, no progress line: the walk goes on without it.
+        let thread = std::thread::Builder::new().spawn(move || {
             if stopped.recv_timeout(DELAY) != Err(RecvTimeoutError::Timeout) {
                 return;
             }
@@ -71,7 +72,10 @@ impl Ticker {
             }
             bar.finish_and_clear();
         });
-        Some(Ticker { stop, thread })
+        Some(Ticker {
+            stop,
+            thread: thread.ok()?,
+        })
     }
 
     pub fn stop(self) {

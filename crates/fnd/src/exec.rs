@@ -259,18 +259,27 @@ impl Executor {
             cfg.threads.clamp(1, fnd_walk::MAX_THREADS)
         };
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
-        let runners = (0..runners)
-            .map(|_| {
+        let mut not_started = None;
+        let runners: Vec<_> = (0..runners)
+            .filter_map(|_| {
                 let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
-                std::thread::spawn(move || {
-                    if cfg.batch {
-                        run_batches(&cfg, rx, &*out)
-                    } else {
-                        run_each(&cfg, rx, &*out)
-                    }
-                })
+                std::thread::Builder::new()
+                    .spawn(move || {
+                        if cfg.batch {
+                            run_batches(&cfg, rx, &*out)
+                        } else {
+                            run_each(&cfg, rx, &*out)
+                        }
+                    })
+                    .map_err(|e| not_started = Some(e))
+                    .ok()
             })
             .collect();
+        // Fewer runners only run commands more slowly; with none, every
+        // send fails (no receiver is left) and the walk stops.
+        if let (true, Some(e)) = (runners.is_empty(), &not_started) {
+            print_error(format_args!("cannot start a thread to run commands: {e}"));
+        }
         Executor {
             cfg,
             tx: Some(tx),
@@ -290,7 +299,7 @@ impl Executor {
     /// Wait for every command; false if any failed or could not run.
     pub fn finish(mut self) -> bool {
         drop(self.tx.take());
-        let mut ok = true;
+        let mut ok = !self.runners.is_empty();
         for runner in self.runners.drain(..) {
             ok &= runner.join().unwrap_or(false);
         }
