@@ -142,7 +142,19 @@ fn check_below(
                 child_rel.push(b'/');
             }
             child_rel.extend_from_slice(index.name(id));
-            let m = fnd_walk::meta::stat_at(fd.as_fd(), &child_rel, false);
+            let through_parent = match subdirs(child) {
+                0 => true,
+                n => n <= FEW && levels + 1 < LEVELS,
+            };
+            // A directory opened for those below is stat-ed through its
+            // descriptor: no second lookup of its name.
+            let below = (!through_parent).then(|| rustix::fs::openat(fd, &child_rel, flags, Mode::empty()));
+            let m = match &below {
+                None => fnd_walk::meta::stat_at(fd.as_fd(), &child_rel, false),
+                Some(Ok(below)) => fnd_walk::meta::stat_fd(below.as_fd()),
+                // Not a directory any more (`O_NOFOLLOW`, `O_DIRECTORY`), or gone.
+                Some(Err(e)) => Err(io::Error::from(*e)),
+            };
             if differs(child, m) {
                 out.push(Changed {
                     row: child,
@@ -150,19 +162,17 @@ fn check_below(
                     path: opened.path_to(&child_rel),
                 });
             }
-            match subdirs(child) {
-                0 => {}
-                n if n <= FEW && levels + 1 < LEVELS => stack.push((child, opened.used(), child_rel, levels + 1)),
-                _ => match rustix::fs::openat(fd, &child_rel, flags, Mode::empty()) {
-                    Ok(below) => stack.push((
-                        child,
-                        Opened::new(below, Some(opened.clone()), child_rel),
-                        Vec::new(),
-                        0,
-                    )),
-                    // Its subdirectories cannot be checked: read them again.
-                    Err(_) => mark_all_below(index, child, &opened.path_to(&child_rel), out),
-                },
+            match below {
+                None if subdirs(child) == 0 => {}
+                None => stack.push((child, opened.used(), child_rel, levels + 1)),
+                Some(Ok(below)) => stack.push((
+                    child,
+                    Opened::new(below, Some(opened.clone()), child_rel),
+                    Vec::new(),
+                    0,
+                )),
+                // Its subdirectories cannot be checked: read them again.
+                Some(Err(_)) => mark_all_below(index, child, &opened.path_to(&child_rel), out),
             }
         }
         drop(held);
