@@ -6,9 +6,10 @@
 //!
 //! Each directory the walk enters gets a number, and records its parent's
 //! and its own name: the listings are linked to each other as the walk
-//! goes, so writing them out looks nothing up by path (keyed by path, the
-//! listings cost a build of million 90 ms of lookups on one thread after
-//! the walk, and as much again in hashing and growing maps during it).
+//! goes, so writing them out looks nothing up by path (keyed by path, a
+//! build of million spent 90 ms after the walk, on one thread, looking
+//! them up, and took 165 ms more CPU in all: 1.41x the live walk against
+//! 1.19x now).
 
 use std::ffi::OsStr;
 use std::ops::Range;
