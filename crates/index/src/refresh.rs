@@ -33,53 +33,36 @@ struct Changed {
 /// Each directory is stat-ed relative to its parent, open with `O_PATH`
 /// (a one-component lookup): by full path, the kernel's path walk took
 /// three quarters of a refresh of 140k directories (940 ms against a
-/// 670 ms live walk). The subtrees two levels down are shared between the
-/// threads; the few directories above them are stat-ed by path.
+/// 670 ms live walk). The threads share the tree as [`Task`]s of about
+/// equal size, largest first (cut two levels down whatever their size,
+/// the threads of a check of `src` or `/usr` were busy a third of the
+/// time less than those of million's); the few directories above them
+/// are stat-ed by path.
 fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
-    const CUT: usize = 2;
     let threads = threads.clamp(1, 64);
     let differs = |row: u32, m: io::Result<fnd_walk::Metadata>| {
         m.map_or(true, |m| {
             !m.is_dir() || RowStamp::from(Stamp::from(&m)) != index.dir(row).stamp()
         })
     };
-    let n = index.dir_count();
-    // Depth of each row down to the cut, their paths, the rows at the cut.
-    const UNSEEN: u8 = u8::MAX;
-    let mut depth = vec![UNSEEN; n];
-    depth[0] = 0;
-    // Each row's parent and path, down to the cut.
-    let mut paths: FxHashMap<u32, (Option<u32>, Vec<u8>)> = FxHashMap::default();
-    paths.insert(0, (None, index.root().to_vec()));
-    let mut tasks = Vec::new();
+    let root = index.root().to_vec();
     let mut changed = Vec::new();
-    for row in 0..n as u32 {
-        // A parent's row is below its children's: their depth is known.
-        let d = depth[row as usize] as usize;
-        if d > CUT {
-            continue;
-        }
-        let (parent, path) = paths.remove(&row).unwrap_or_default();
-        if differs(row, stat_path(Path::new(OsStr::from_bytes(&path)), false)) {
+    if differs(0, stat_path(Path::new(OsStr::from_bytes(&root)), false)) {
+        changed.push(Changed {
+            row: 0,
+            parent: None,
+            path: root.clone(),
+        });
+    }
+    let tasks = tasks(index, threads, root, &mut |row, parent, path: &[u8]| {
+        if differs(row, stat_path(Path::new(OsStr::from_bytes(path)), false)) {
             changed.push(Changed {
                 row,
-                parent,
-                path: path.clone(),
+                parent: Some(parent),
+                path: path.to_vec(),
             });
         }
-        if d == CUT {
-            tasks.push((row, path));
-            continue;
-        }
-        for e in index.dir(row).entries() {
-            if let Some(c) = e.dir {
-                depth[c as usize] = d as u8 + 1;
-                let mut p = path.clone();
-                push_name(&mut p, e.name);
-                paths.insert(c, (Some(row), p));
-            }
-        }
-    }
+    });
     let next = std::sync::atomic::AtomicUsize::new(0);
     let found: Vec<Vec<Changed>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..threads)
@@ -88,8 +71,8 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
                     let mut out = Vec::new();
                     loop {
                         let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((top, path)) = tasks.get(t) else { break };
-                        check_below(index, *top, path, &differs, &mut out);
+                        let Some(task) = tasks.get(t) else { break };
+                        check_below(index, task, &differs, &mut out);
                     }
                     out
                 })
@@ -101,6 +84,113 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
     changed
 }
 
+/// A part of a check for one thread: the subtrees of some subdirectories
+/// of one directory, each stat-ed from it.
+struct Task {
+    parent: u32,
+    /// The parent's path.
+    path: Arc<Vec<u8>>,
+    /// The subdirectories' rows (a row's subdirectories have rows in a row).
+    children: std::ops::Range<u32>,
+    /// Directories in their subtrees.
+    size: u64,
+    /// The parent's depth below the root.
+    depth: usize,
+}
+
+/// The check of every directory below the root, cut into tasks of about
+/// `1/(8 × threads)` of the directories each, largest first: the task
+/// largest is halved (its subdirectories split where their sizes add up
+/// to half), or, with one subdirectory, that one is `checked_here` (by
+/// path, from the calling thread) and its own subdirectories become the
+/// task. Single subdirectories deeper than a few levels (a chain of them
+/// is no work to share) stay whole.
+fn tasks(
+    index: &Index<'_>,
+    threads: usize,
+    root: Vec<u8>,
+    checked_here: &mut impl FnMut(u32, u32, &[u8]),
+) -> Vec<Task> {
+    const DEEPEST: usize = 8;
+    let n = index.dir_count();
+    let sizes = subtree_sizes(index);
+    let size_of = |r: std::ops::Range<u32>| r.map(|c| sizes[c as usize]).sum::<u64>();
+    let target = (n as u64).div_ceil(8 * threads as u64).max(1);
+    let whole = |row: u32, path: Arc<Vec<u8>>, depth: usize| {
+        let children = index.dir(row).children();
+        Task {
+            parent: row,
+            path,
+            size: size_of(children.clone()),
+            children,
+            depth,
+        }
+    };
+    let mut open = vec![whole(0, Arc::new(root), 0)];
+    let mut done = Vec::new();
+    while let Some(task) = open.pop() {
+        let (start, end) = (task.children.start, task.children.end);
+        if task.size <= target || end <= start || (end - start == 1 && task.depth >= DEEPEST) {
+            done.push(task);
+            continue;
+        }
+        if end - start > 1 {
+            // Where the first half's sizes reach half the task's.
+            let mut sum = 0;
+            let mut cut = start + 1;
+            for c in start..end - 1 {
+                sum += sizes[c as usize];
+                cut = c + 1;
+                if 2 * sum >= task.size {
+                    break;
+                }
+            }
+            for children in [start..cut, cut..end] {
+                open.push(Task {
+                    size: size_of(children.clone()),
+                    children,
+                    path: task.path.clone(),
+                    ..task
+                });
+            }
+            continue;
+        }
+        let Some(name) = index
+            .dir(task.parent)
+            .entries()
+            .find(|e| e.dir == Some(start))
+            .map(|e| e.name)
+        else {
+            done.push(task);
+            continue;
+        };
+        let mut path = task.path.to_vec();
+        push_name(&mut path, name);
+        checked_here(start, task.parent, &path);
+        open.push(whole(start, Arc::new(path), task.depth + 1));
+    }
+    done.retain(|t| !t.children.is_empty());
+    done.sort_by_key(|t| std::cmp::Reverse(t.size));
+    done
+}
+
+/// Directories in each row's subtree, itself included (rows are
+/// breadth-first: children come after their parent).
+fn subtree_sizes(index: &Index<'_>) -> Vec<u64> {
+    let n = index.dir_count();
+    let mut sizes = vec![1u64; n];
+    for r in (0..n).rev() {
+        let below: u64 = index
+            .dir(r as u32)
+            .children()
+            .filter(|&c| c as usize > r && (c as usize) < n)
+            .map(|c| sizes[c as usize])
+            .sum();
+        sizes[r] += below;
+    }
+    sizes
+}
+
 /// Check every directory below `top`, each relative to an open
 /// ancestor: its parent, or one up to three levels up when those between
 /// have one or two subdirectories. A descriptor for each directory with
@@ -110,8 +200,7 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
 /// left 42k of million's 81k opened, two levels 27k.)
 fn check_below(
     index: &Index<'_>,
-    top_row: u32,
-    path: &[u8],
+    task: &Task,
     differs: &impl Fn(u32, io::Result<fnd_walk::Metadata>) -> bool,
     out: &mut Vec<Changed>,
 ) {
@@ -120,23 +209,25 @@ fn check_below(
     const LEVELS: usize = 3;
     let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let subdirs = |row: u32| index.dir(row).children().len();
-    if subdirs(top_row) == 0 {
-        return;
-    }
-    let Ok(fd) = rustix::fs::openat(CWD, path, flags, Mode::empty()) else {
-        // Gone or unreadable: its parent's stamp says so, or it is re-read.
+    let Ok(fd) = rustix::fs::openat(CWD, task.path.as_slice(), flags, Mode::empty()) else {
+        // Gone or unreadable: its own stamp says so, or it is re-read.
         return;
     };
     // (row, an open ancestor, the row's path from it (empty when it is the
     // row) and how many names that path has)
-    let top = Opened::new(fd, None, path.to_vec());
-    let mut stack: Vec<(u32, Rc<Opened>, Vec<u8>, usize)> = vec![(top_row, top, Vec::new(), 0)];
+    let top = Opened::new(fd, None, task.path.to_vec());
+    let mut stack: Vec<(u32, Rc<Opened>, Vec<u8>, usize)> = vec![(task.parent, top, Vec::new(), 0)];
+    // Only the task's subdirectories of its parent.
+    let mut only = Some(task.children.clone());
     while let Some((row, opened, rel, levels)) = stack.pop() {
         let held = opened.fd.borrow();
         // Open while a directory below waits for it.
         let Some(fd) = held.as_ref() else { continue };
+        let only = only.take();
         for (id, _, child) in index.dir(row).raw_entries() {
-            let Some(child) = child else { continue };
+            let Some(child) = child.filter(|c| only.as_ref().is_none_or(|o| o.contains(c))) else {
+                continue;
+            };
             let mut child_rel = rel.clone();
             if !child_rel.is_empty() {
                 child_rel.push(b'/');
@@ -353,6 +444,45 @@ mod tests {
         });
         out.sort();
         out
+    }
+
+    /// The tasks of a check and the directories checked before them cover
+    /// every directory once, on a tree with a wide directory, a deep chain
+    /// and subtrees of every size.
+    #[test]
+    fn the_check_is_cut_into_tasks_that_cover_every_directory_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for k in 0..300 {
+            fs::create_dir_all(root.join(format!("wide/w{k}/a/b"))).unwrap();
+        }
+        let chain: std::path::PathBuf = (0..40).map(|k| format!("c{k}")).collect();
+        fs::create_dir_all(root.join("deep").join(chain)).unwrap();
+        for k in 0..20 {
+            fs::create_dir_all(root.join(format!("mixed/m{k}")).join("x/".repeat(k + 1))).unwrap();
+        }
+        let bytes = build(&root, 2).finish();
+        let index = Index::parse(&bytes).unwrap();
+        for threads in [1, 2, 7] {
+            let mut seen = vec![0u32; index.dir_count()];
+            seen[0] += 1;
+            let tasks = tasks(&index, threads, index.root().to_vec(), &mut |row, _, path: &[u8]| {
+                assert_eq!(
+                    index.find(path.strip_prefix(index.root()).unwrap().strip_prefix(b"/").unwrap()),
+                    Some(row)
+                );
+                seen[row as usize] += 1;
+            });
+            assert!(tasks.windows(2).all(|t| t[0].size >= t[1].size), "largest first");
+            for task in &tasks {
+                let mut stack: Vec<u32> = task.children.clone().collect();
+                while let Some(r) = stack.pop() {
+                    seen[r as usize] += 1;
+                    stack.extend(index.dir(r).children());
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "{threads} threads: {seen:?}");
+        }
     }
 
     /// Changes at every depth, below directories the check opens (three
