@@ -84,7 +84,8 @@ pub fn build_indexes(roots: &[PathBuf], file: Option<&Path>, threads: usize) -> 
                 }
             },
         };
-        if let Err(e) = store::write_index(&target, &mut build::build(&real, threads)) {
+        let built = build::build(&real, threads).and_then(|mut w| store::write_index(&target, &mut w));
+        if let Err(e) = built {
             print_error(format_args!("could not write the index '{}': {e}", target.display()));
             ok = false;
         }

@@ -12,10 +12,11 @@
 //! 1.19x now).
 
 use std::ffi::OsStr;
+use std::io;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fnd_walk::meta::{stat_fd, stat_path};
@@ -71,6 +72,9 @@ struct Shard {
 /// The shards of one listing, and the next directory's number.
 struct Shards {
     walk: u64,
+    /// Entries came in a chunk without its directory's number: the walk
+    /// broke its contract, and the listing is not to be trusted.
+    lost: AtomicBool,
     next_dir: AtomicU32,
     next_shard: AtomicUsize,
     shards: Vec<Mutex<Shard>>,
@@ -206,10 +210,11 @@ struct Collect {
 
 impl Visitor for Collect {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
-        // Every directory entered has a number (`Stamper::enter`).
+        // Every directory entered has a number (`Stamper::enter`): without
+        // it the entries would have no place, and the index would lack them.
         let Some(dir) = number(chunk.filter_state()) else {
-            debug_assert!(false, "a chunk without its directory's number");
-            return Flow::Continue;
+            self.shards.lost.store(true, Ordering::Relaxed);
+            return Flow::Stop;
         };
         let mut shard = self.shards.mine();
         let Shard { names, parts, .. } = &mut *shard;
@@ -294,11 +299,13 @@ impl EntryFilter for Stamper {
 
 /// List `roots` and every directory below them, except those `skip`
 /// names (by path), with `threads` walking threads. `within`: a real path
-/// every root lies within (see [`WalkBuilder::roots_within`]).
-pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Option<Skip>) -> Listed {
+/// every root lies within (see [`WalkBuilder::roots_within`]). An error
+/// when the walk handed over entries without saying where they belong.
+pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Option<Skip>) -> io::Result<Listed> {
     static WALKS: AtomicU64 = AtomicU64::new(1);
     let shards = Arc::new(Shards {
         walk: WALKS.fetch_add(1, Ordering::Relaxed),
+        lost: AtomicBool::new(false),
         next_dir: AtomicU32::new(0),
         next_shard: AtomicUsize::new(0),
         shards: (0..threads.max(1) + 1).map(|_| Mutex::default()).collect(),
@@ -323,6 +330,11 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
             shards: shards.clone(),
         })));
     walk.visit(|| Collect { shards: shards.clone() }, drop);
+    if shards.lost.load(Ordering::Relaxed) {
+        return Err(io::Error::other(
+            "the walk handed over entries of a directory it had not entered",
+        ));
+    }
     let dirs = shards.next_dir.load(Ordering::Relaxed) as usize;
     let mut all = Listed {
         records: vec![Record::default(); dirs],
@@ -359,7 +371,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         }
     }
     all.link();
-    all
+    Ok(all)
 }
 
 /// The stamp of the directory at `path`, when no listing carried one.
@@ -485,19 +497,20 @@ pub fn now() -> i64 {
 
 /// Build the index of `root` (a real path) with `threads` walking threads:
 /// its tables, to be written ([`IndexWriter::finish`], or
-/// [`store::write_index`](crate::store::write_index)).
+/// [`store::write_index`](crate::store::write_index)). An error when the
+/// listing cannot be trusted (see [`list`]).
 ///
 /// ```
 /// # let dir = tempfile::tempdir().unwrap();
 /// # std::fs::create_dir(dir.path().join("src")).unwrap();
 /// # std::fs::write(dir.path().join("src/lib.rs"), "").unwrap();
 /// let root = dir.path().canonicalize().unwrap();
-/// let bytes = fnd_index::build::build(&root, 2).finish();
+/// let bytes = fnd_index::build::build(&root, 2).unwrap().finish();
 /// let index = fnd_index::format::Index::parse(&bytes).unwrap();
 /// assert_eq!(index.entry_count(), 2);
 /// ```
-pub fn build(root: &Path, threads: usize) -> IndexWriter {
-    let listed = list(&[root.to_path_buf()], None, threads, None);
+pub fn build(root: &Path, threads: usize) -> io::Result<IndexWriter> {
+    let listed = list(&[root.to_path_buf()], None, threads, None)?;
     let (dirs, entries) = listed.counts();
     let root = root.as_os_str().as_bytes();
     let mut w = IndexWriter::with_table(root, now(), &listed.names);
@@ -506,7 +519,7 @@ pub fn build(root: &Path, threads: usize) -> IndexWriter {
     // Some 280k blocks to free: while the index is saved (here, when no
     // thread can start).
     let _ = std::thread::Builder::new().spawn(move || drop(listed));
-    w
+    Ok(w)
 }
 
 #[cfg(test)]
@@ -575,7 +588,7 @@ pub(crate) mod tests {
         std::fs::create_dir_all(root.join("same/wide/same")).unwrap();
         let expected = paths_on_disk(&root);
         for threads in [1, 2, 4] {
-            let bytes = build(&root, threads).finish();
+            let bytes = build(&root, threads).unwrap().finish();
             assert_eq!(paths_in(&Index::parse(&bytes).unwrap()), expected, "{threads} threads");
         }
     }
@@ -591,7 +604,7 @@ pub(crate) mod tests {
         }
         std::fs::write(root.join("b/f"), "").unwrap();
         for _ in 0..3 {
-            let bytes = build(&root, 2).finish();
+            let bytes = build(&root, 2).unwrap().finish();
             let index = Index::parse(&bytes).unwrap();
             for d in ["", "a", "a/empty", "b", "c", "c/d", "c/d/e"] {
                 let row = index.find(d.as_bytes()).unwrap();

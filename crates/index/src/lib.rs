@@ -21,7 +21,7 @@
 //! let root = dir.path().canonicalize().unwrap();
 //! # let cache = tempfile::tempdir().unwrap();
 //! let file = store::file_for(cache.path(), &root);
-//! store::write_index(&file, &mut build::build(&root, 2)).unwrap();
+//! store::write_index(&file, &mut build::build(&root, 2).unwrap()).unwrap();
 //! let mapped = store::Mapped::open(&file).unwrap();
 //! assert!(mapped.index().find(b"src").is_some());
 //! std::fs::write(root.join("src/new.rs"), "").unwrap();

@@ -408,7 +408,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
         let kept = kept.clone();
         Arc::new(move |p: &[u8]| kept.contains_key(p)) as Skip
     };
-    let listed = list(&roots, Some(root), threads, Some(skip));
+    let listed = list(&roots, Some(root), threads, Some(skip))?;
     let old = Old {
         index: *index,
         relisted,
@@ -461,7 +461,7 @@ mod tests {
         for k in 0..20 {
             fs::create_dir_all(root.join(format!("mixed/m{k}")).join("x/".repeat(k + 1))).unwrap();
         }
-        let bytes = build(&root, 2).finish();
+        let bytes = build(&root, 2).unwrap().finish();
         let index = Index::parse(&bytes).unwrap();
         for threads in [1, 2, 7] {
             let mut seen = vec![0u32; index.dir_count()];
@@ -506,7 +506,7 @@ mod tests {
             }
             dirs.extend(next);
         }
-        let bytes = build(&root, 2).finish();
+        let bytes = build(&root, 2).unwrap().finish();
         let old = Index::parse(&bytes).unwrap();
         for (i, d) in dirs.iter().enumerate() {
             match i % 7 {
@@ -520,7 +520,7 @@ mod tests {
         assert!(fresh.changed > 0);
         let bytes = fresh.writer.unwrap().finish();
         let refreshed = Index::parse(&bytes).unwrap();
-        let rebuilt = build(&root, 2).finish();
+        let rebuilt = build(&root, 2).unwrap().finish();
         assert_eq!(contents(&refreshed), contents(&Index::parse(&rebuilt).unwrap()));
     }
 }
