@@ -10,7 +10,8 @@
 # Environment: FND (the fnd binary; default: built here with cargo --release).
 #
 # Per tree: `fnd --build-index .` against a live `fnd -u .` and plocate's
-# `updatedb -U TREE -o DB -l 0`; then for each query (a rare name,
+# `updatedb -U TREE -o DB -l 0`, then the build and the live walk again,
+# interleaved (bench/ab.py); then for each query (a rare name,
 # lexer71.java; main_types; query, which matches half of million) the
 # stale-ok and checked queries, plocate and live `fnd -u`, all with -u;
 # a checked query after 1% of the directories changed (a file made and
@@ -47,6 +48,12 @@ for name in "${trees[@]}"; do
         -n "updatedb" "updatedb -U $tree -o $db -l 0 --prunepaths '' --prunenames '' --prunefs ''"
     ratios "$work/build.json"
     echo "index: $(stat -c %s "$idx") bytes, plocate db: $(stat -c %s "$db") bytes"
+    # hyperfine runs one command's runs back to back: on a shared machine
+    # the same build read 1.17x and 1.28x an hour apart. Interleaved, each
+    # round both in a random order, the ratio holds steadier.
+    echo "-- build interleaved with the live walk (bench/ab.py, $((2 * runs)) rounds)"
+    python3 "$repo/bench/ab.py" --rounds $((2 * runs)) --warmup 1 --dir "$tree" --pipe "$bin/topipe" \
+        "$FND -u ." "$FND --build-index --index-file $idx ."
 
     for q in lexer71.java main_types query; do
         echo
