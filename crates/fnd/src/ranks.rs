@@ -61,6 +61,9 @@ pub fn run(launched: Launched) -> ExitCode {
             .filter(|_| speaks)
             .unwrap_or(ExitCode::SUCCESS);
     }
+    if cli.build_index || cli.indexed.is_some() {
+        return one_task_alone(&launched);
+    }
     if let Some(why) = refusal(&cli) {
         if speaks {
             print_error(format_args!("{why} (this job has {} ranks)", launched.tasks));
@@ -89,6 +92,28 @@ pub fn run(launched: Launched) -> ExitCode {
         ExitCode::from(code)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `--build-index` and `--indexed`: an index is built or read by one
+/// process, so the first task does the whole command alone, as it would
+/// without a launcher, and the others end at once (the job as a walk
+/// over every rank would ignore the index, and took `--build-index .`
+/// for a search for `.`).
+fn one_task_alone(launched: &Launched) -> ExitCode {
+    match launched.rank {
+        Some(0) => {
+            fnd_mpi::launch::alone_under_launcher();
+            crate::run()
+        }
+        Some(_) => ExitCode::SUCCESS,
+        None => {
+            print_error(format_args!(
+                "--build-index and --indexed run as one task, and the launcher of these {} did not say which this is; run it as one task",
+                launched.tasks
+            ));
+            ExitCode::from(REFUSED)
+        }
     }
 }
 

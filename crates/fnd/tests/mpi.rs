@@ -588,6 +588,56 @@ fn options_that_need_one_process_are_refused_in_one_line() {
     }
 }
 
+/// `--build-index` and `--indexed` are one process's work: under
+/// `mpirun` the first task does them alone, as without a launcher (the
+/// index written once, each answer printed once), and the others end.
+#[test]
+fn index_commands_run_once_on_the_first_task() {
+    let (_dir, root) = tree(big_tree);
+    let root_arg = root.as_os_str();
+    let index = root.parent().unwrap().join("tree.fndidx");
+    let index_arg = index.as_os_str();
+    let alone = job(Run::Alone, &["-u", "-0", "."]).arg(root_arg).output();
+    for ranks in [2, 3] {
+        let _ = std::fs::remove_file(&index);
+        let built = job(Run::Ranks(ranks), &["--build-index", "--index-file"])
+            .arg(index_arg)
+            .arg(root_arg)
+            .output();
+        assert!(
+            built.status.success(),
+            "{ranks}: {}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        assert!(
+            built.stdout.is_empty(),
+            "{ranks}: a build printed {} bytes",
+            built.stdout.len()
+        );
+        assert!(index.exists(), "{ranks}: no index written");
+        for mode in ["--indexed", "--indexed=stale-ok"] {
+            let out = job(Run::Ranks(ranks), &[mode, "--index-file"])
+                .arg(index_arg)
+                .arg(OsStr::new("-u"))
+                .arg(OsStr::new("-0"))
+                .arg(OsStr::new("."))
+                .arg(root_arg)
+                .output();
+            assert!(
+                out.status.success(),
+                "{ranks} {mode}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stderr.is_empty(),
+                "{ranks} {mode}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert_eq!(records(&out.stdout), records(&alone.stdout), "{ranks} {mode}");
+        }
+    }
+}
+
 #[test]
 fn an_unreadable_directory_is_reported_once() {
     if !fnd_test_support::hostile::nobody_available() {
