@@ -459,15 +459,23 @@ fn each_command_runs_once_with_its_output_whole() {
         };
         assert_eq!(lines(&out.stdout), wrap("out"), "{ranks} ranks: stdout");
         assert_eq!(lines(&out.stderr), wrap("err"), "{ranks} ranks: stderr");
-        // -X: every result in one batch of the rank that found it.
+        // -X: every result in one batch of the rank that found it. Each
+        // batch writes a file of its own: the batches of two ranks run at
+        // once, and a shell's `printf` of many lines is several writes,
+        // which appends to one file would interleave.
         let batches = tmp.path().join(format!("batches{ranks}"));
+        std::fs::create_dir(&batches).unwrap();
         let out = job(Run::Ranks(ranks), &["-u", "-t", "f", "-e", "txt", "."])
             .arg(root.as_os_str())
-            .args_exec(&["-X", "sh", "-c", "printf '%s\\n' \"$@\" >> \"$0\"; echo batch"])
+            .args_exec(&["-X", "sh", "-c", "printf '%s\\n' \"$@\" > \"$0/$$\"; echo batch"])
             .arg(batches.as_os_str())
             .output();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(lines(&std::fs::read(&batches).unwrap()), files, "{ranks} ranks: -X");
+        let mut listed = Vec::new();
+        for batch in std::fs::read_dir(&batches).unwrap() {
+            listed.extend(std::fs::read(batch.unwrap().path()).unwrap());
+        }
+        assert_eq!(lines(&listed), files, "{ranks} ranks: -X");
         let runs = lines(&out.stdout).len();
         assert!((1..=ranks).contains(&runs), "{ranks} ranks ran {runs} batches");
     }
