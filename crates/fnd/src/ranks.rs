@@ -109,7 +109,7 @@ fn one_task_alone(launched: &Launched) -> ExitCode {
         Some(_) => ExitCode::SUCCESS,
         None => {
             print_error(format_args!(
-                "--build-index and --indexed run as one task, and the launcher of these {} did not say which this is; run it as one task",
+                "--build-index and --indexed run as one task, but the launcher of these {} tasks does not say which task this is; run it as one task",
                 launched.tasks
             ));
             ExitCode::from(REFUSED)
