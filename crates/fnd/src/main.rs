@@ -6,7 +6,10 @@ fn main() -> ExitCode {
         // all of them; a build without MPI would walk and print the whole
         // tree once per task.
         #[cfg(feature = "mpi")]
-        return fnd::ranks::run(launched);
+        if let Some(code) = fnd::ranks::run(launched) {
+            return code;
+        }
+        // Else one process's work (an index), and this task is to do it.
         #[cfg(not(feature = "mpi"))]
         {
             if launched.speaks() {

@@ -47,19 +47,24 @@ use crate::search;
 /// Status of a command line refused under MPI.
 const REFUSED: u8 = 2;
 
-/// The whole command as one rank of `launched`'s tasks.
-pub fn run(launched: Launched) -> ExitCode {
+/// The whole command as one rank of `launched`'s tasks; `None` when it
+/// is one process's work (an index to build or read, see
+/// [`one_task_alone`]) and this task is to do it: the caller runs the
+/// command as it would without a launcher.
+pub fn run(launched: Launched) -> Option<ExitCode> {
     fnd_mpi::launch::before_threads();
     let speaks = launched.speaks();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if speaks => e.exit(),
-        Err(_) => return ExitCode::SUCCESS,
+        Err(_) => return Some(ExitCode::SUCCESS),
     };
     if cli.gen_completions.is_some() || cli.gen_man {
-        return crate::generate::requested(&cli)
-            .filter(|_| speaks)
-            .unwrap_or(ExitCode::SUCCESS);
+        return Some(
+            crate::generate::requested(&cli)
+                .filter(|_| speaks)
+                .unwrap_or(ExitCode::SUCCESS),
+        );
     }
     if cli.build_index || cli.indexed.is_some() {
         return one_task_alone(&launched);
@@ -67,9 +72,9 @@ pub fn run(launched: Launched) -> ExitCode {
     if let Some(why) = refusal(&cli) {
         if speaks {
             print_error(format_args!("{why} (this job has {} ranks)", launched.tasks));
-            return ExitCode::from(REFUSED);
+            return Some(ExitCode::from(REFUSED));
         }
-        return ExitCode::SUCCESS;
+        return Some(ExitCode::SUCCESS);
     }
     let decided = speaks.then(|| {
         fnd_mpi::stdio::adopt_launcher_output();
@@ -88,31 +93,28 @@ pub fn run(launched: Launched) -> ExitCode {
     let rank = world.rank();
     let code = run_job(&world, &cli, decided, early);
     drop(world);
-    if rank == 0 {
+    Some(if rank == 0 {
         ExitCode::from(code)
     } else {
         ExitCode::SUCCESS
-    }
+    })
 }
 
 /// `--build-index` and `--indexed`: an index is built or read by one
-/// process, so the first task does the whole command alone, as it would
-/// without a launcher, and the others end at once (the job as a walk
-/// over every rank would ignore the index, and took `--build-index .`
-/// for a search for `.`).
-fn one_task_alone(launched: &Launched) -> ExitCode {
+/// process, so the first task does the whole command alone (`None`: as
+/// it would without a launcher), and the others end at once (the job as
+/// a walk over every rank would ignore the index, and took
+/// `--build-index .` for a search for `.`).
+fn one_task_alone(launched: &Launched) -> Option<ExitCode> {
     match launched.rank {
-        Some(0) => {
-            fnd_mpi::launch::alone_under_launcher();
-            crate::run()
-        }
-        Some(_) => ExitCode::SUCCESS,
+        Some(0) => None,
+        Some(_) => Some(ExitCode::SUCCESS),
         None => {
             print_error(format_args!(
                 "--build-index and --indexed run as one task, but the launcher of these {} tasks does not say which task this is; run it as one task",
                 launched.tasks
             ));
-            ExitCode::from(REFUSED)
+            Some(ExitCode::from(REFUSED))
         }
     }
 }
