@@ -23,7 +23,7 @@ use fnd_walk::meta::{stat_fd, stat_path};
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
 use rustc_hash::FxHashMap;
 
-use crate::format::{ignore_bits, Index, IndexWriter, NameTable, Stamp};
+use crate::format::{Index, IndexWriter, NameTable, Stamp};
 
 /// No directory: a root's parent, a number with no record.
 const NONE: u32 = u32::MAX;
@@ -52,8 +52,6 @@ impl Default for Record {
 /// a directory, or a part of a large one that several threads read.
 struct Part {
     dir: u32,
-    /// The [`IGNORE_FILES`](crate::format::IGNORE_FILES) among them.
-    ignore_files: u32,
     entries: Vec<(u32, FileType)>,
 }
 
@@ -221,7 +219,6 @@ impl Visitor for Collect {
         if parts.last().is_none_or(|p| p.dir != dir) {
             parts.push(Part {
                 dir,
-                ignore_files: 0,
                 entries: Vec::with_capacity(chunk.len()),
             });
         }
@@ -230,11 +227,7 @@ impl Visitor for Collect {
         };
         part.entries.reserve(chunk.len());
         for e in chunk.iter() {
-            let name = e.name_bytes();
-            if name.starts_with(b".") {
-                part.ignore_files |= ignore_bits([name]);
-            }
-            part.entries.push((names.intern(name), e.file_type()));
+            part.entries.push((names.intern(e.name_bytes()), e.file_type()));
         }
         Flow::Continue
     }
@@ -438,8 +431,7 @@ pub fn fill(
             Queued::Listed(dir) => {
                 let record = listed.records[dir as usize];
                 let stamp = record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir)));
-                let ignore_files = listed.parts_of(dir).fold(0, |bits, p| bits | p.ignore_files);
-                w.add_dir(stamp, ignore_files);
+                w.add_dir(stamp);
                 // Made when a subdirectory was not listed (rare).
                 let mut path = None;
                 for &(id, t) in listed.parts_of(dir).flat_map(|p| p.entries.iter()) {
@@ -460,12 +452,12 @@ pub fn fill(
                 }
             }
             Queued::Unlisted(at) => {
-                w.add_dir(stamp_of(&paths[at]), 0);
+                w.add_dir(stamp_of(&paths[at]));
             }
             Queued::Kept(row) => {
                 let Some(old) = old else { continue };
                 let dir = old.index.dir(row);
-                w.add_dir(dir.stamp(), dir.ignore_files());
+                w.add_dir(dir.stamp());
                 // The entries copied whole (an entry at a time, this loop
                 // was 9% of a refresh after 1% of million changed).
                 let first = dir.first_entry();

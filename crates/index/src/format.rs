@@ -1,33 +1,33 @@
-//! The index file: a header, the root's path, the devices, a table of
-//! directories, a table of entries and a table of the distinct names, all
-//! little-endian.
+//! The index file: a header, the root's path, a table of directories, a
+//! table of entries and the distinct names, all little-endian.
 //!
 //! ```text
 //! header   magic "FNDINDX\n", version u32, entry width u32 (3 or 4),
 //!          built_at i64 (seconds),
 //!          body_len u64, checksum u64 (of the file but itself),
-//!          dirs u32, entries u32, names u32, devices u32, root_len u32,
+//!          dirs u32, entries u32, names u32, name runs u32, root_len u32,
 //!          name bytes u32
 //! body     root path bytes,
-//!          devices × u64,
-//!          dirs × 18 bytes: stamp digest u64 (see [`RowStamp`]), first
-//!            entry u32, first child u32, device index << 4 | ignore
-//!            files (bits) u16
+//!          dirs × 16 bytes: stamp digest u64 (see [`RowStamp`]), first
+//!            entry u32, first child u32
 //!          entries × 3 bytes, type (d_type) << 20 | name id, when there
 //!            are at most 2^20 names; else × u32, type << 28 | name id
-//!          name index × u32: where every NAME_BLOCK-th name starts
-//!          names: each a LEB128 length, then its bytes
+//!          name runs × 12 bytes: length u32, first id u32, first byte u32
+//!          names: each run's names of its length, one after another
 //! ```
 //!
 //! Directories are breadth-first from the root (row 0), so a directory's
 //! subdirectories have consecutive rows, all greater than its own: the
 //! k-th entry of type directory in a directory is the row `first child +
 //! k`, and a reader never loops, whatever the bytes say. Each directory's
-//! entries are contiguous. A name is stored once however many entries
-//! have it (a million entries of a source tree have 200k distinct names),
-//! so a query matches each distinct name once. [`Index::parse`] checks
-//! everything a reader relies on before anything is read, so a query sees
-//! a whole index or a clean error.
+//! entries are contiguous, and which ignore files it holds is which names
+//! they have. A name is stored once however many entries have it (a
+//! million entries of a source tree have 200k distinct names), so a query
+//! matches each distinct name once. Names come in runs of one length with
+//! nothing between them: a name's place follows from its id, and a search
+//! of the bytes for a string finds every name that holds it. [`Index::parse`]
+//! checks everything a reader relies on before anything is read, so a
+//! query sees a whole index or a clean error.
 
 use std::fmt;
 use std::io;
@@ -37,21 +37,26 @@ use fnd_walk::{FileType, Metadata};
 /// What a file must start with.
 pub const MAGIC: &[u8; 8] = b"FNDINDX\n";
 /// The version this build reads and writes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 
 const HEADER: usize = 64;
 /// A directory's row: 28 bytes with its inode and ctime whole (version 2)
-/// were a third of the index of the `src` tree.
-const DIR_ROW: usize = 18;
+/// were a third of the index of the `src` tree; 18 with a device index
+/// and ignore files' bits (version 4).
+const DIR_ROW: usize = 16;
 /// Where a row's fields are.
 const ROW_FIRST_ENTRY: usize = 8;
 const ROW_FIRST_CHILD: usize = 12;
-const ROW_DEV: usize = 16;
-/// The ignore files' bits below the device index, in a row's last field.
-const IGNORE_BITS: u32 = 4;
-/// Names per offset of the name index: one offset per name made a fifth
-/// of the index of the `src` tree; with 8, finding a name skips 3.5
-/// lengths on average.
+/// A run of names of one length: its length, its first id and where its
+/// names start. Runs took the place of a length before each name and an
+/// offset every 8 names (version 4): 136 kB of the 2.96 MB index of /usr
+/// (90,745 names), which put it over plocate's database.
+const RUN: usize = 12;
+/// Runs past which a writer sorts all its names by length again: each
+/// refresh adds a run for each length among the names it adds.
+const MAX_RUNS: usize = 1024;
+/// Names per offset of the name index of a [`NameTable`] (in memory):
+/// finding a name skips 3.5 lengths on average.
 const NAME_BLOCK: usize = 8;
 const TYPE_SHIFT: u32 = 28;
 /// Names up to which an entry takes 3 bytes rather than 4 (a quarter of
@@ -59,12 +64,6 @@ const TYPE_SHIFT: u32 = 28;
 const NARROW_NAMES: u32 = 1 << 20;
 const NARROW_SHIFT: u32 = 20;
 const ID_MASK: u32 = (1 << TYPE_SHIFT) - 1;
-/// Devices a file can tell apart (the index of one in a directory's row).
-const MAX_DEVS: usize = 1 << (16 - IGNORE_BITS);
-
-/// The ignore files a directory holds, as bits of [`Dir::ignore_files`].
-pub const IGNORE_FILES: [&[u8]; 4] = [b".gitignore", b".ignore", b".fdignore", b".git"];
-const _: () = assert!(IGNORE_FILES.len() <= IGNORE_BITS as usize);
 
 /// A directory's identity and change stamp: when any part differs, its
 /// listing may have changed. The ctime alone says so: whatever changes a
@@ -98,24 +97,25 @@ impl Stamp {
     }
 }
 
-/// What a directory's row keeps of its [`Stamp`]: the device, and the
-/// inode and ctime as one 64-bit digest, 8 bytes where they took 16.
+/// What a directory's row keeps of its [`Stamp`]: its device, inode and
+/// ctime as one 64-bit digest (version 4 kept the device apart, as 2
+/// bytes a row indexing a table of devices).
 /// A directory whose ctime changed always has another digest (the inode
-/// is multiplied by an odd constant, a bijection, and the ctime xor-ed
-/// in); another directory in its place (another inode, another ctime) has
-/// the same digest one time in 2^64.
+/// and the device are multiplied by odd constants and the ctime xor-ed
+/// in, so for one directory the digest is a bijection of its ctime);
+/// another directory in its place (another device or inode, another
+/// ctime) has the same digest one time in 2^64.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RowStamp {
-    pub dev: u64,
     pub digest: u64,
 }
 
 impl From<Stamp> for RowStamp {
     fn from(s: Stamp) -> RowStamp {
         const ODD: u64 = 0x9E37_79B9_7F4A_7C15;
+        const OTHER_ODD: u64 = 0xC2B2_AE3D_27D4_EB4F;
         RowStamp {
-            dev: s.dev,
-            digest: s.ino.wrapping_mul(ODD) ^ s.ctime_nanos() as u64,
+            digest: s.ino.wrapping_mul(ODD) ^ s.dev.wrapping_mul(OTHER_ODD).rotate_left(32) ^ s.ctime_nanos() as u64,
         }
     }
 }
@@ -365,34 +365,6 @@ impl NameTable {
         self.count - 1
     }
 
-    /// Drop the names no entry has when they are many (names inherited
-    /// by refreshes, of entries since gone), renumbering `entries`.
-    fn compact(&mut self, entries: &mut [u32]) {
-        let mut used = vec![false; self.count as usize];
-        for e in entries.iter() {
-            used[(e & ID_MASK) as usize] = true;
-        }
-        let n_used = used.iter().filter(|&&u| u).count();
-        if n_used + n_used / 4 + 64 >= self.count as usize {
-            return;
-        }
-        let old = std::mem::take(self);
-        let mut new_id = vec![0u32; used.len()];
-        let mut at = 0;
-        for (id, used) in used.iter().enumerate() {
-            let Some((name, next)) = name_at(&old.bytes, at) else {
-                break;
-            };
-            at = next;
-            if *used {
-                new_id[id] = self.push(name);
-            }
-        }
-        for e in entries.iter_mut() {
-            *e = *e & !ID_MASK | new_id[(*e & ID_MASK) as usize];
-        }
-    }
-
     /// The id of `name`, added if it is new.
     pub fn intern(&mut self, name: &[u8]) -> u32 {
         let hash = name_hash(name);
@@ -411,6 +383,47 @@ impl NameTable {
     }
 }
 
+/// A run of names of one length, as a file stores it (see [`RUN`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Run {
+    len: u32,
+    first_id: u32,
+    first_byte: u32,
+}
+
+/// Names as a file stores them: in runs of one length, ids in order.
+#[derive(Default)]
+struct StoredNames {
+    bytes: Vec<u8>,
+    runs: Vec<Run>,
+    count: u32,
+}
+
+impl StoredNames {
+    /// Add `name` as the next id, in the last run if it has its length.
+    fn push(&mut self, name: &[u8]) {
+        let len = name.len() as u32;
+        if self.runs.last().is_none_or(|r| r.len != len) {
+            self.runs.push(Run {
+                len,
+                first_id: self.count,
+                first_byte: self.bytes.len() as u32,
+            });
+        }
+        self.bytes.extend_from_slice(name);
+        self.count += 1;
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.runs.iter().enumerate().flat_map(move |(k, run)| {
+            let end = self.runs.get(k + 1).map_or(self.count, |next| next.first_id);
+            let len = run.len as usize;
+            let bytes = &self.bytes[run.first_byte as usize..][..(end - run.first_id) as usize * len];
+            bytes.chunks_exact(len.max(1))
+        })
+    }
+}
+
 /// Writes an index: directories breadth-first, each with its entries.
 ///
 /// ```
@@ -418,10 +431,10 @@ impl NameTable {
 /// use fnd_walk::FileType;
 ///
 /// let mut w = IndexWriter::new(b"/src", 1_700_000_000);
-/// let root = w.add_dir(Stamp::default(), 0);
+/// let root = w.add_dir(Stamp::default());
 /// w.add_entry(b"lib", FileType::Dir);
 /// w.add_entry(b"main.rs", FileType::File);
-/// w.add_dir(Stamp::default(), 0); // lib: row 1
+/// w.add_dir(Stamp::default()); // lib: row 1
 /// w.add_entry(b"mod.rs", FileType::File);
 /// let bytes = w.finish();
 /// let index = Index::parse(&bytes).unwrap();
@@ -432,15 +445,17 @@ impl NameTable {
 pub struct IndexWriter {
     built_at: i64,
     root: Vec<u8>,
-    devs: Vec<u64>,
     dirs: Vec<u8>,
     entries: Vec<u32>,
+    /// Names as stored, from an older index ([`with_names_of`](Self::with_names_of)):
+    /// the ids below `stored.count`.
+    stored: StoredNames,
+    /// Names added since, ids from `stored.count` up; sorted into runs
+    /// when the file is written.
     names: NameTable,
     n_dirs: u32,
     /// Entries of type directory so far: the next child's row, less one.
     children: u32,
-    /// Names came from an older index ([`with_names_of`](Self::with_names_of)).
-    inherited: bool,
 }
 
 impl IndexWriter {
@@ -448,13 +463,12 @@ impl IndexWriter {
         IndexWriter {
             built_at,
             root: root.to_vec(),
-            devs: Vec::new(),
             dirs: Vec::new(),
             entries: Vec::new(),
+            stored: StoredNames::default(),
             names: NameTable::default(),
             n_dirs: 0,
             children: 0,
-            inherited: false,
         }
     }
 
@@ -463,10 +477,11 @@ impl IndexWriter {
     /// not looked up among them, so one may be stored twice.
     pub fn with_names_of(index: &Index<'_>, built_at: i64) -> IndexWriter {
         let mut w = IndexWriter::new(index.root(), built_at);
-        w.names.index = index.name_index.chunks_exact(4).map(|c| u32_le(c, 0)).collect();
-        w.names.bytes = index.names.to_vec();
-        w.names.count = index.name_count;
-        w.inherited = true;
+        w.stored = StoredNames {
+            bytes: index.names.to_vec(),
+            runs: (0..index.n_runs as usize).map(|k| index.run(k)).collect(),
+            count: index.name_count,
+        };
         w
     }
 
@@ -477,14 +492,13 @@ impl IndexWriter {
         w.names.index = table.index.clone();
         w.names.bytes = table.bytes.clone();
         w.names.count = table.count;
-        w.inherited = true;
         w
     }
 
     /// The id of `name` among this writer's names, added if it is new
     /// (but see [`with_names_of`](Self::with_names_of)).
     pub fn intern(&mut self, name: &[u8]) -> u32 {
-        self.names.intern(name)
+        self.stored.count + self.names.intern(name)
     }
 
     /// Room for `dirs` directories, `entries` entries and `names` bytes of
@@ -497,25 +511,13 @@ impl IndexWriter {
 
     /// Start the next directory (breadth-first); its entries follow with
     /// [`add_entry`](Self::add_entry). Returns its row.
-    pub fn add_dir(&mut self, stamp: impl Into<RowStamp>, ignore_files: u32) -> u32 {
-        let stamp = stamp.into();
+    pub fn add_dir(&mut self, stamp: impl Into<RowStamp>) -> u32 {
         let row = self.n_dirs;
         self.n_dirs += 1;
-        let dev = match self.devs.iter().position(|&d| d == stamp.dev) {
-            Some(i) => i,
-            None if self.devs.len() < MAX_DEVS => {
-                self.devs.push(stamp.dev);
-                self.devs.len() - 1
-            }
-            // Past what a row can tell apart: checked again, never trusted.
-            None => 0,
-        };
         let d = &mut self.dirs;
-        d.extend_from_slice(&stamp.digest.to_le_bytes());
+        d.extend_from_slice(&stamp.into().digest.to_le_bytes());
         d.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         d.extend_from_slice(&(self.children + 1).to_le_bytes());
-        let ignore = ignore_files & ((1 << IGNORE_BITS) - 1);
-        d.extend_from_slice(&((dev as u16) << IGNORE_BITS | ignore as u16).to_le_bytes());
         row
     }
 
@@ -527,7 +529,7 @@ impl IndexWriter {
     /// An entry of the last directory started; an entry of type directory
     /// is the next row's directory (written later, breadth-first).
     pub fn add_entry(&mut self, name: &[u8], file_type: FileType) {
-        let id = self.names.intern(name);
+        let id = self.intern(name);
         self.add_entry_id(id, file_type);
     }
 
@@ -556,6 +558,7 @@ impl IndexWriter {
 
     /// The file's bytes.
     pub fn finish(mut self) -> Vec<u8> {
+        self.store_names();
         let mut out = Vec::with_capacity(HEADER + self.body_len());
         // Writing to a Vec does not fail.
         let _ = self.finish_to(&mut out);
@@ -570,7 +573,7 @@ impl IndexWriter {
     /// use fnd_walk::FileType;
     ///
     /// let mut w = IndexWriter::new(b"/src", 0);
-    /// w.add_dir(Stamp::default(), 0);
+    /// w.add_dir(Stamp::default());
     /// w.add_entry(b"main.rs", FileType::File);
     /// let mut file = Vec::new();
     /// w.finish_to(&mut file).unwrap();
@@ -578,10 +581,7 @@ impl IndexWriter {
     /// assert_eq!(file, w.finish());
     /// ```
     pub fn finish_to(&mut self, out: &mut impl io::Write) -> io::Result<()> {
-        if self.inherited {
-            self.names.compact(&mut self.entries);
-            self.inherited = false;
-        }
+        self.store_names();
         let mut header = Vec::with_capacity(HEADER);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -592,10 +592,10 @@ impl IndexWriter {
         for n in [
             self.n_dirs,
             self.entries.len() as u32,
-            self.names.count,
-            self.devs.len() as u32,
+            self.stored.count,
+            self.stored.runs.len() as u32,
             self.root.len() as u32,
-            self.names.bytes.len() as u32,
+            self.stored.bytes.len() as u32,
         ] {
             header.extend_from_slice(&n.to_le_bytes());
         }
@@ -610,13 +610,73 @@ impl IndexWriter {
         self.each_body_part(&mut |part| out.write_all(part))
     }
 
+    /// Move the names added into runs of one length after the stored
+    /// ones, leaving out those no entry has, and give the entries the
+    /// names' new ids. The stored names too are sorted again (and those
+    /// no entry has dropped) when many are of entries since gone, or
+    /// refreshes left them in many runs.
+    fn store_names(&mut self) {
+        let total = self.stored.count as usize + self.names.len();
+        let mut used = vec![false; total];
+        for e in &self.entries {
+            if let Some(u) = used.get_mut((e & ID_MASK) as usize) {
+                *u = true;
+            }
+        }
+        let stored = self.stored.count as usize;
+        let stored_used = used[..stored].iter().filter(|&&u| u).count();
+        if stored_used + stored_used / 4 + 64 < stored || self.stored.runs.len() > MAX_RUNS {
+            let mut all = NameTable::default();
+            for name in self.stored.iter().chain(self.names.iter()) {
+                all.push(name);
+            }
+            self.stored = StoredNames::default();
+            self.names = all;
+        }
+        let base = self.stored.count;
+        let added = std::mem::take(&mut self.names);
+        let used = &used[base as usize..];
+        // A counting sort by length (ids in order within a length).
+        let names: Vec<&[u8]> = added.iter().collect();
+        let longest = names.iter().map(|n| n.len()).max().unwrap_or(0);
+        let mut place = vec![0u32; longest + 2];
+        for (name, _) in names.iter().zip(used).filter(|(_, &u)| u) {
+            place[name.len() + 1] += 1;
+        }
+        for len in 1..place.len() {
+            place[len] += place[len - 1];
+        }
+        let mut new_id = vec![u32::MAX; names.len()];
+        let mut order = vec![0u32; place[longest + 1] as usize];
+        for (id, name) in names.iter().enumerate() {
+            if used[id] {
+                let at = &mut place[name.len()];
+                new_id[id] = base + *at;
+                order[*at as usize] = id as u32;
+                *at += 1;
+            }
+        }
+        self.stored
+            .bytes
+            .reserve(order.iter().map(|&id| names[id as usize].len()).sum());
+        for &id in &order {
+            self.stored.push(names[id as usize]);
+        }
+        for e in self.entries.iter_mut() {
+            let id = *e & ID_MASK;
+            if id >= base {
+                let new = new_id.get((id - base) as usize).copied().unwrap_or(0);
+                *e = *e & !ID_MASK | new;
+            }
+        }
+    }
+
     fn body_len(&self) -> usize {
         self.root.len()
-            + self.devs.len() * 8
             + self.dirs.len()
             + self.entries.len() * self.entry_width()
-            + self.names.index.len() * 4
-            + self.names.bytes.len()
+            + self.stored.runs.len() * RUN
+            + self.stored.bytes.len()
     }
 
     /// The body's bytes, in pieces of at most 64 KiB where a table is
@@ -625,11 +685,6 @@ impl IndexWriter {
         const WORDS: usize = 16 * 1024;
         let mut buf = Vec::with_capacity(WORDS * 8);
         f(&self.root)?;
-        for devs in self.devs.chunks(WORDS) {
-            buf.clear();
-            devs.iter().for_each(|d| buf.extend_from_slice(&d.to_le_bytes()));
-            f(&buf)?;
-        }
         f(&self.dirs)?;
         let width = self.entry_width();
         for chunk in self.entries.chunks(WORDS) {
@@ -643,17 +698,21 @@ impl IndexWriter {
             }
             f(&buf)?;
         }
-        for chunk in self.names.index.chunks(WORDS) {
+        for chunk in self.stored.runs.chunks(WORDS / 2) {
             buf.clear();
-            chunk.iter().for_each(|w| buf.extend_from_slice(&w.to_le_bytes()));
+            for run in chunk {
+                for n in [run.len, run.first_id, run.first_byte] {
+                    buf.extend_from_slice(&n.to_le_bytes());
+                }
+            }
             f(&buf)?;
         }
-        f(&self.names.bytes)
+        f(&self.stored.bytes)
     }
 
     /// Bytes an entry takes in the file.
     fn entry_width(&self) -> usize {
-        if self.names.count <= NARROW_NAMES {
+        if self.stored.count as usize + self.names.len() <= NARROW_NAMES as usize {
             3
         } else {
             4
@@ -666,14 +725,14 @@ impl IndexWriter {
 pub struct Index<'a> {
     built_at: i64,
     root: &'a [u8],
-    devs: &'a [u8],
     dirs: &'a [u8],
     entries: &'a [u8],
-    name_index: &'a [u8],
+    runs: &'a [u8],
     names: &'a [u8],
     n_dirs: u32,
     n_entries: u32,
     name_count: u32,
+    n_runs: u32,
     /// Bytes an entry takes: 3 or 4.
     entry_width: usize,
 }
@@ -761,7 +820,7 @@ impl<'a> Index<'a> {
             return Err(FormatError::Checksum);
         }
         let n = |at: usize| u32_le(bytes, at) as usize;
-        let (n_dirs, n_entries, n_names, n_devs, root_len, names_len) = (n(40), n(44), n(48), n(52), n(56), n(60));
+        let (n_dirs, n_entries, n_names, n_runs, root_len, names_len) = (n(40), n(44), n(48), n(52), n(56), n(60));
         let entry_width = n(12);
         if entry_width != if n_names <= NARROW_NAMES as usize { 3 } else { 4 } {
             return Err(FormatError::Corrupt("entry width"));
@@ -778,10 +837,9 @@ impl<'a> Index<'a> {
             }
         };
         let root = take(root_len, 1)?;
-        let devs = take(n_devs, 8)?;
         let dirs = take(n_dirs, DIR_ROW)?;
         let entries = take(n_entries, entry_width)?;
-        let name_index = take(n_names.div_ceil(NAME_BLOCK), 4)?;
+        let runs = take(n_runs, RUN)?;
         let names = take(names_len, 1)?;
         if !rest.is_empty() {
             return Err(FormatError::Corrupt("trailing bytes"));
@@ -792,30 +850,30 @@ impl<'a> Index<'a> {
         Ok(Index {
             built_at,
             root,
-            devs,
             dirs,
             entries,
-            name_index,
+            runs,
             names,
             n_dirs: n_dirs as u32,
             n_entries: n_entries as u32,
             name_count: n_names as u32,
+            n_runs: n_runs as u32,
             entry_width,
         })
     }
 
     /// Everything a reader relies on: each directory's entries and
     /// subdirectories follow the previous one's (so every row but the
-    /// root's is the subdirectory of one row before it), devices and
-    /// names are in their tables, names whole and not empty.
+    /// root's is the subdirectory of one row before it), names are in
+    /// their table, and the runs of names follow one another to its end,
+    /// none empty, no name empty.
     fn check(&self) -> Result<(), FormatError> {
         let (n_dirs, n_entries) = (self.n_dirs as usize, self.n_entries as usize);
         let mut last = (0, 1);
         for r in 0..n_dirs {
-            let (first, child, dev) = (
+            let (first, child) = (
                 self.field(r, ROW_FIRST_ENTRY) as usize,
                 self.field(r, ROW_FIRST_CHILD) as usize,
-                self.dev_field(r) as usize >> IGNORE_BITS,
             );
             if first < last.0 || first > n_entries || (r == 0 && first != 0) {
                 return Err(FormatError::Corrupt("entries out of range"));
@@ -823,30 +881,25 @@ impl<'a> Index<'a> {
             if child < last.1 || child <= r || child > n_dirs {
                 return Err(FormatError::Corrupt("directory out of order"));
             }
-            if dev * 8 >= self.devs.len() {
-                return Err(FormatError::Corrupt("device out of range"));
-            }
             last = (first, child);
         }
         if self.n_entries > 0 && self.max_name_id() >= self.name_count {
             return Err(FormatError::Corrupt("name out of range"));
         }
-        let mut at = 0;
-        let mut names = 0;
-        for block in self.name_index.chunks_exact(4) {
-            if u32_le(block, 0) as usize != at {
-                return Err(FormatError::Corrupt("name index"));
+        let mut next = (0u64, 0u64);
+        for k in 0..self.n_runs as usize {
+            let run = self.run(k);
+            let end = self.run_end(k);
+            if run.len == 0 || (run.first_id, run.first_byte) != (next.0 as u32, next.1 as u32) || end <= run.first_id {
+                return Err(FormatError::Corrupt("name runs"));
             }
-            for _ in 0..NAME_BLOCK.min(self.name_count as usize - names) {
-                match name_at(self.names, at) {
-                    Some((name, next)) if !name.is_empty() => at = next,
-                    _ => return Err(FormatError::Corrupt("name out of range")),
-                }
-                names += 1;
-            }
+            next = (
+                u64::from(end),
+                next.1 + u64::from(end - run.first_id) * u64::from(run.len),
+            );
         }
-        if at != self.names.len() {
-            return Err(FormatError::Corrupt("trailing names"));
+        if next != (u64::from(self.name_count), self.names.len() as u64) {
+            return Err(FormatError::Corrupt("name runs"));
         }
         Ok(())
     }
@@ -854,12 +907,6 @@ impl<'a> Index<'a> {
     /// The u32 at `at` in directory row `r`.
     fn field(&self, r: usize, at: usize) -> u32 {
         u32_le(self.dirs, r * DIR_ROW + at)
-    }
-
-    /// Row `r`'s device index and ignore files.
-    fn dev_field(&self, r: usize) -> u16 {
-        let at = r * DIR_ROW + ROW_DEV;
-        u16::from_le_bytes([self.dirs[at], self.dirs[at + 1]])
     }
 
     /// Row `r`'s first entry and first child, or the ends past the last row.
@@ -901,59 +948,81 @@ impl<'a> Index<'a> {
 
     /// The name with id `id` (below [`name_count`](Self::name_count)).
     pub fn name(&self, id: u32) -> &'a [u8] {
-        let id = id as usize;
-        let mut at = u32_le(self.name_index, id / NAME_BLOCK * 4) as usize;
-        for _ in 0..id % NAME_BLOCK {
-            at = name_at(self.names, at).map_or(at, |(_, next)| next);
+        if id >= self.name_count {
+            return &[];
         }
-        name_at(self.names, at).map_or(&[], |(name, _)| name)
+        let k = self.last_run(|run| run.first_id <= id);
+        let run = self.run(k);
+        let start = run.first_byte as usize + (id.wrapping_sub(run.first_id) as usize) * run.len as usize;
+        self.names.get(start..start + run.len as usize).unwrap_or_default()
     }
 
     /// Every name with its id, in id order.
     pub fn names(&self) -> impl Iterator<Item = (u32, &'a [u8])> + 'a {
-        let bytes = self.names;
-        let mut at = 0;
-        (0..self.name_count).map_while(move |id| {
-            let (name, next) = name_at(bytes, at)?;
-            at = next;
-            Some((id, name))
+        let index = *self;
+        (0..self.n_runs as usize).flat_map(move |k| {
+            let run = index.run(k);
+            let len = run.len as usize;
+            let count = (index.run_end(k) - run.first_id) as usize;
+            let bytes = &index.names[run.first_byte as usize..][..count * len];
+            (run.first_id..).zip(bytes.chunks_exact(len))
         })
     }
 
-    /// The name table's bytes: each name after its length (LEB128), in id
-    /// order. Searching them for a string finds the names holding it at
-    /// once (see [`name_holding`](Self::name_holding)).
+    /// The name table's bytes: the names one after another, in id order,
+    /// nothing between them. Searching them for a string finds the names
+    /// holding it at once (see [`name_holding`](Self::name_holding)); a
+    /// hit may also run from one name into the next.
     pub fn name_table(&self) -> &'a [u8] {
         self.names
     }
 
-    /// The name holding byte `at` of the [`name_table`](Self::name_table)
-    /// (its length counts as its own): its id, itself, and where the next starts.
+    /// The name holding byte `at` of the [`name_table`](Self::name_table):
+    /// its id, itself, and where the next starts.
     pub fn name_holding(&self, at: usize) -> Option<(u32, &'a [u8], usize)> {
-        let blocks = self.name_index.len() / 4;
-        let (mut lo, mut hi) = (0, blocks);
-        // The last block starting at or before `at`.
+        if at >= self.names.len() {
+            return None;
+        }
+        let k = self.last_run(|run| run.first_byte as usize <= at);
+        let run = self.run(k);
+        let nth = (at - run.first_byte as usize) / run.len as usize;
+        let start = run.first_byte as usize + nth * run.len as usize;
+        let end = start + run.len as usize;
+        Some((run.first_id + nth as u32, &self.names[start..end], end))
+    }
+
+    /// Run `k` of names (below `n_runs`).
+    fn run(&self, k: usize) -> Run {
+        let field = |at| u32_le(self.runs, k * RUN + at);
+        Run {
+            len: field(0),
+            first_id: field(4),
+            first_byte: field(8),
+        }
+    }
+
+    /// The id past run `k`'s last.
+    fn run_end(&self, k: usize) -> u32 {
+        if k + 1 < self.n_runs as usize {
+            self.run(k + 1).first_id
+        } else {
+            self.name_count
+        }
+    }
+
+    /// The last run for which `before` holds (it holds for the first, and
+    /// for none after one for which it does not).
+    fn last_run(&self, before: impl Fn(Run) -> bool) -> usize {
+        let (mut lo, mut hi) = (0, self.n_runs as usize);
         while hi - lo > 1 {
             let mid = (lo + hi) / 2;
-            if u32_le(self.name_index, mid * 4) as usize <= at {
+            if before(self.run(mid)) {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        let mut start = u32_le(self.name_index, lo * 4) as usize;
-        for k in 0..NAME_BLOCK {
-            let id = (lo * NAME_BLOCK + k) as u32;
-            if id >= self.name_count {
-                break;
-            }
-            let (name, next) = name_at(self.names, start)?;
-            if at < next {
-                return Some((id, name, next));
-            }
-            start = next;
-        }
-        None
+        lo
     }
 
     /// Entry `e` (below [`entry_count`](Self::entry_count)): its name's id and its type.
@@ -1114,18 +1183,9 @@ impl<'a> Index<'a> {
 impl<'a> Dir<'a> {
     /// What its row keeps of its stamp when it was read.
     pub fn stamp(&self) -> RowStamp {
-        let index = &self.index;
-        let r = self.row as usize;
-        let dev = (index.dev_field(r) >> IGNORE_BITS) as usize;
         RowStamp {
-            dev: u64_le(index.devs, dev * 8),
-            digest: u64_le(index.dirs, r * DIR_ROW),
+            digest: u64_le(self.index.dirs, self.row as usize * DIR_ROW),
         }
-    }
-
-    /// The [`IGNORE_FILES`] it holds, one bit each.
-    pub fn ignore_files(&self) -> u32 {
-        u32::from(self.index.dev_field(self.row as usize)) & ((1 << IGNORE_BITS) - 1)
     }
 
     /// Its first entry's number (for [`Index::entry`]).
@@ -1176,35 +1236,21 @@ impl<'a> Dir<'a> {
     }
 }
 
-/// The [`IGNORE_FILES`] bits of a directory holding `names`.
-pub fn ignore_bits<'n>(names: impl IntoIterator<Item = &'n [u8]>) -> u32 {
-    let mut bits = 0;
-    for name in names {
-        if let Some(i) = IGNORE_FILES.iter().position(|f| *f == name) {
-            bits |= 1 << i;
-        }
-    }
-    bits
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn sample() -> Vec<u8> {
         let mut w = IndexWriter::new(b"/r", 5);
-        w.add_dir(Stamp::default(), 0);
+        w.add_dir(Stamp::default());
         w.add_entry(b"a", FileType::Dir);
         w.add_entry(b"b", FileType::Symlink);
-        w.add_dir(
-            Stamp {
-                ino: 7,
-                ctime: -3,
-                ctime_ns: 5,
-                dev: 9,
-            },
-            1,
-        );
+        w.add_dir(Stamp {
+            ino: 7,
+            ctime: -3,
+            ctime_ns: 5,
+            dev: 9,
+        });
         w.add_entry(b".gitignore", FileType::File);
         w.add_entry(b"b", FileType::File);
         w.finish()
@@ -1229,7 +1275,7 @@ mod tests {
     #[test]
     fn written_as_made_or_in_memory_the_file_is_the_same() {
         let mut w = IndexWriter::new(b"/r", 5);
-        w.add_dir(Stamp::default(), 0);
+        w.add_dir(Stamp::default());
         for i in 0..40_000u32 {
             w.add_entry(format!("n{}", i % 900).as_bytes(), FileType::File);
         }
@@ -1253,7 +1299,12 @@ mod tests {
         };
         assert_eq!(index.dir(a).stamp(), stamp.into());
         assert_ne!(index.dir(0).stamp(), stamp.into());
-        assert_eq!(index.dir(a).ignore_files(), 1);
+        let elsewhere = Stamp { dev: 10, ..stamp };
+        assert_ne!(
+            index.dir(a).stamp(),
+            elsewhere.into(),
+            "the device is part of the stamp"
+        );
         let names: Vec<_> = index.dir(0).entries().map(|e| (e.name, e.file_type)).collect();
         assert_eq!(names, [(&b"a"[..], FileType::Dir), (&b"b"[..], FileType::Symlink)]);
         assert_eq!(index.find(b"b"), None);
@@ -1262,7 +1313,7 @@ mod tests {
         assert_eq!(index.dir_of_entry(3), a);
         let long = vec![b'x'; 300];
         let mut w = IndexWriter::new(b"/", 0);
-        w.add_dir(Stamp::default(), 0);
+        w.add_dir(Stamp::default());
         for i in 0..20u8 {
             w.add_entry(&[&long[..], &[i]].concat(), FileType::File);
         }
@@ -1287,7 +1338,7 @@ mod tests {
     fn entries_are_narrow_up_to_a_million_names_and_wide_past() {
         for names in [NARROW_NAMES, NARROW_NAMES + 1] {
             let mut w = IndexWriter::new(b"/r", 5);
-            w.add_dir(Stamp::default(), 0);
+            w.add_dir(Stamp::default());
             for i in 0..names {
                 let t = if i % 3 == 0 { FileType::Symlink } else { FileType::File };
                 w.add_entry(format!("{i:x}").as_bytes(), t);
@@ -1298,22 +1349,95 @@ mod tests {
             let width = if names == NARROW_NAMES { 3 } else { 4 };
             assert_eq!(u32_le(&bytes, 12), width);
             let last = names as usize - 1;
-            assert_eq!(
-                index.entry(last),
-                (
-                    last as u32,
-                    [FileType::Symlink, FileType::File, FileType::File][last % 3]
-                )
-            );
-            assert_eq!(index.name(last as u32), format!("{last:x}").as_bytes());
-            assert_eq!(index.entries_named(0, 10), Some(vec![0, names as usize]));
-            assert_eq!(index.entries_named(0, 1), None);
+            let (id, file_type) = index.entry(last);
+            assert_eq!(index.name(id), format!("{last:x}").as_bytes());
+            assert_eq!(file_type, [FileType::Symlink, FileType::File, FileType::File][last % 3]);
+            let zero = index.entry(0).0;
+            assert_eq!(index.entries_named(zero, 10), Some(vec![0, names as usize]));
+            assert_eq!(index.entries_named(zero, 1), None);
             assert_eq!(index.entries_named(names + 1, 10), Some(vec![]), "no such name");
             assert_eq!(
                 index.entry_words_from(last, 2).map(|w| w & ID_MASK).collect::<Vec<_>>(),
-                [last as u32, 0]
+                [id, zero]
             );
         }
+    }
+
+    /// Names of one length follow one another, whatever the order they
+    /// came in; each is found from its id and from any of its bytes; names
+    /// no entry has are left out; a writer that took an index's names
+    /// adds its own after them.
+    #[test]
+    fn names_are_stored_in_runs_of_one_length() {
+        let names: Vec<String> = (0..500u32)
+            .map(|i| "x".repeat(1 + (i * 7 % 13) as usize) + &i.to_string())
+            .collect();
+        let mut w = IndexWriter::new(b"/r", 0);
+        w.add_dir(Stamp::default());
+        w.intern(b"never an entry's");
+        for n in &names {
+            w.add_entry(n.as_bytes(), FileType::File);
+        }
+        let bytes = w.finish();
+        let index = Index::parse(&bytes).unwrap();
+        assert_eq!(index.name_count(), names.len());
+        let lens: Vec<usize> = index.names().map(|(_, n)| n.len()).collect();
+        assert!(lens.is_sorted(), "one run per length, shortest first");
+        for (e, n) in names.iter().enumerate() {
+            assert_eq!(index.name(index.entry(e).0), n.as_bytes());
+        }
+        let table = index.name_table();
+        for at in 0..table.len() {
+            let (id, name, next) = index.name_holding(at).unwrap();
+            assert_eq!(index.name(id), name);
+            assert!(next - name.len() <= at && at < next && &table[next - name.len()..next] == name);
+        }
+        let mut more = IndexWriter::with_names_of(&index, 0);
+        more.add_dir(Stamp::default());
+        for e in 0..index.entry_count() {
+            let (id, t) = index.entry(e);
+            more.add_entry_id(id, t);
+        }
+        more.add_entry(b"a", FileType::Dir);
+        more.add_entry(names[0].as_bytes(), FileType::File);
+        more.add_dir(Stamp::default());
+        let again = more.finish();
+        let again = Index::parse(&again).unwrap();
+        assert_eq!(
+            again.name_count(),
+            names.len() + 2,
+            "added after, looked up in the added only"
+        );
+        assert_eq!(again.name(names.len() as u32), b"a", "the shorter first");
+        let listed: Vec<&[u8]> = again.dir(0).entries().map(|e| e.name).collect();
+        let mut expected: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+        expected.extend([&b"a"[..], names[0].as_bytes()]);
+        assert_eq!(listed, expected);
+    }
+
+    /// The names of an older index that no entry has any more are dropped
+    /// once they are many, and all names sorted into runs again.
+    #[test]
+    fn names_of_entries_gone_are_dropped_when_many() {
+        let mut w = IndexWriter::new(b"/r", 0);
+        w.add_dir(Stamp::default());
+        for i in 0..300u32 {
+            w.add_entry(
+                format!("{}", 10u64.pow(i % 9) + u64::from(i)).as_bytes(),
+                FileType::File,
+            );
+        }
+        let bytes = w.finish();
+        let index = Index::parse(&bytes).unwrap();
+        let mut w = IndexWriter::with_names_of(&index, 0);
+        w.add_dir(Stamp::default());
+        w.add_entry_id(index.entry(299).0, FileType::File);
+        w.add_entry(b"new", FileType::File);
+        let bytes = w.finish();
+        let index = Index::parse(&bytes).unwrap();
+        let names: Vec<&[u8]> = index.names().map(|(_, n)| n).collect();
+        assert_eq!(names, [&b"399"[..], b"new"]);
+        assert_eq!(index.dir(0).entries().map(|e| e.name).collect::<Vec<_>>(), names);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub fn file_for(dir: &Path, root: &Path) -> PathBuf {
 /// # let cache = tempfile::tempdir().unwrap();
 /// let file = cache.path().join("fnd/src.fndidx");
 /// let mut w = IndexWriter::new(b"/src", 0);
-/// w.add_dir(Stamp::default(), 0);
+/// w.add_dir(Stamp::default());
 /// let mapped = store::save(&file, &mut w).unwrap();
 /// assert_eq!(mapped.index().dir_count(), 1);
 /// ```
@@ -167,7 +167,7 @@ mod tests {
 
     fn writer() -> IndexWriter {
         let mut w = IndexWriter::new(b"/r", 5);
-        w.add_dir(Stamp::default(), 0);
+        w.add_dir(Stamp::default());
         w.add_entry(b"a", FileType::File);
         w
     }
