@@ -21,9 +21,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use fnd_walk::meta::{stat_fd, stat_path};
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::format::{Index, IndexWriter, NameTable, Stamp};
+use crate::format::{Index, IndexWriter, NameTable, RowStamp, Stamp};
 
 /// No directory: a root's parent, a number with no record.
 const NONE: u32 = u32::MAX;
@@ -65,6 +65,8 @@ struct Shard {
     records: Vec<(u32, Record)>,
     roots: Vec<(u32, Vec<u8>)>,
     parts: Vec<Part>,
+    /// Directories whose listing failed or was cut short (see [`Collect::error`]).
+    unfinished: Vec<Vec<u8>>,
 }
 
 /// The shards of one listing, and the next directory's number.
@@ -124,6 +126,9 @@ pub struct Listed {
     /// name, are `kids[kids_at[d]..kids_at[d + 1]]`.
     kids_at: Vec<u32>,
     kids: Vec<(u32, u32)>,
+    /// The paths of the directories whose listing failed or was cut short
+    /// for a reason that may pass: their rows are stamped to be read again.
+    unfinished: FxHashSet<Vec<u8>>,
 }
 
 impl Listed {
@@ -187,6 +192,12 @@ impl Listed {
         path
     }
 
+    /// Whether the listing of the directory at `path` failed or was cut
+    /// short (the path is made only when some listing was).
+    fn is_unfinished(&self, path: impl FnOnce() -> Vec<u8>) -> bool {
+        !self.unfinished.is_empty() && self.unfinished.contains(&path())
+    }
+
     /// How many directories and entries it holds.
     fn counts(&self) -> (usize, usize) {
         (self.records.len(), self.parts.iter().map(|p| p.entries.len()).sum())
@@ -228,6 +239,20 @@ impl Visitor for Collect {
         part.entries.reserve(chunk.len());
         for e in chunk.iter() {
             part.entries.push((names.intern(e.name_bytes()), e.file_type()));
+        }
+        Flow::Continue
+    }
+
+    /// A directory that could not be opened or read whole for a reason
+    /// that may pass (EIO, ESTALE, ENOMEM…) is stamped so that every check
+    /// reads it again: stamped as it is, it would stay empty or short in
+    /// the index until it changed. One its permissions keep out stays as
+    /// it is: changing them changes its ctime.
+    fn error(&mut self, error: fnd_walk::Error) -> Flow {
+        use rustix::io::Errno;
+        if !matches!(error.errno(), Some(Errno::ACCESS | Errno::PERM)) {
+            let path = error.path().as_os_str().as_bytes().to_vec();
+            self.shards.mine().unfinished.push(path);
         }
         Flow::Continue
     }
@@ -362,6 +387,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         } else {
             all.parts.append(&mut shard.parts);
         }
+        all.unfinished.extend(shard.unfinished);
     }
     all.link();
     Ok(all)
@@ -430,7 +456,11 @@ pub fn fill(
         match source {
             Queued::Listed(dir) => {
                 let record = listed.records[dir as usize];
-                let stamp = record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir)));
+                let stamp = if listed.is_unfinished(|| listed.path_of(dir)) {
+                    RowStamp::READ_AGAIN
+                } else {
+                    record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir))).into()
+                };
                 w.add_dir(stamp);
                 // Made when a subdirectory was not listed (rare).
                 let mut path = None;
@@ -452,7 +482,12 @@ pub fn fill(
                 }
             }
             Queued::Unlisted(at) => {
-                w.add_dir(stamp_of(&paths[at]));
+                let path = &paths[at];
+                w.add_dir(if listed.is_unfinished(|| path.to_vec()) {
+                    RowStamp::READ_AGAIN
+                } else {
+                    stamp_of(path).into()
+                });
             }
             Queued::Kept(row) => {
                 let Some(old) = old else { continue };
@@ -604,5 +639,39 @@ pub(crate) mod tests {
                 assert_eq!(index.dir(row).stamp(), real.into(), "{d}");
             }
         }
+    }
+
+    /// An index of `root` as if the listings of the directories `short`
+    /// (paths from the root; `unread` ones left out) had failed.
+    pub(crate) fn listed_short(root: &Path, short: &[&str], unread: &[&str]) -> Vec<u8> {
+        let spelt = |d: &&str| root.join(d).as_os_str().as_bytes().to_vec();
+        let unread: Vec<Vec<u8>> = unread.iter().map(spelt).collect();
+        let skip: Skip = Arc::new(move |p: &[u8]| unread.iter().any(|u| u == p));
+        let mut listed = list(&[root.to_path_buf()], None, 2, Some(skip)).unwrap();
+        listed.unfinished.extend(short.iter().map(spelt));
+        let top = root.as_os_str().as_bytes();
+        let w = IndexWriter::with_table(top, 0, &listed.names);
+        fill(w, &listed, None, Source::Listed(top.to_vec()), None).finish()
+    }
+
+    /// A directory whose listing failed or was cut short by an error that
+    /// may pass is stamped to be read again (see the refresh's test of
+    /// the same name), whether it was entered or not.
+    #[test]
+    fn a_directory_listed_short_is_read_again_by_the_next_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["short/in", "unread/in", "whole"] {
+            std::fs::create_dir_all(root.join(d).join("in")).unwrap();
+        }
+        let bytes = listed_short(&root, &["short", "unread"], &["unread"]);
+        let index = Index::parse(&bytes).unwrap();
+        let stamp = |d: &str| index.dir(index.find(d.as_bytes()).unwrap()).stamp();
+        assert_eq!(stamp("short"), RowStamp::READ_AGAIN);
+        assert_eq!(stamp("unread"), RowStamp::READ_AGAIN);
+        assert_eq!(
+            stamp("whole"),
+            stamp_of(root.join("whole").as_os_str().as_bytes()).into()
+        );
     }
 }

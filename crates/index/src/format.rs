@@ -110,6 +110,13 @@ pub struct RowStamp {
     pub digest: u64,
 }
 
+impl RowStamp {
+    /// The stamp of a directory the index does not hold whole (its
+    /// listing failed or was cut short): no directory has it (but one
+    /// time in 2^64), so every check reads the directory again.
+    pub const READ_AGAIN: RowStamp = RowStamp { digest: 0 };
+}
+
 impl From<Stamp> for RowStamp {
     fn from(s: Stamp) -> RowStamp {
         const ODD: u64 = 0x9E37_79B9_7F4A_7C15;

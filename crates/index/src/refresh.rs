@@ -523,4 +523,28 @@ mod tests {
         let rebuilt = build(&root, 2).unwrap().finish();
         assert_eq!(contents(&refreshed), contents(&Index::parse(&rebuilt).unwrap()));
     }
+
+    /// A directory the build could not read whole (its listing failed or
+    /// was cut short, or it could not be opened) is found changed by the
+    /// next check and read again, and the index then holds it whole.
+    #[test]
+    fn a_directory_listed_short_is_read_again_by_the_next_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["short/in", "unread/in", "whole/in"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+            fs::write(root.join(d).join("f"), "").unwrap();
+        }
+        let bytes = crate::build::tests::listed_short(&root, &["short", "unread"], &["unread"]);
+        let index = Index::parse(&bytes).unwrap();
+        let refreshed = refresh(&index, 1).unwrap();
+        assert_eq!(refreshed.changed, 2);
+        let bytes = refreshed.writer.unwrap().finish();
+        let again = Index::parse(&bytes).unwrap();
+        assert_eq!(
+            contents(&again),
+            contents(&Index::parse(&build(&root, 1).unwrap().finish()).unwrap())
+        );
+        assert_eq!(refresh(&again, 1).unwrap().changed, 0, "read whole, then trusted");
+    }
 }
