@@ -1431,6 +1431,38 @@ mod tests {
         assert_eq!(listed, expected);
     }
 
+    /// Refreshes that each add names of many lengths leave a run per
+    /// length each time, until they are too many: then all names are
+    /// sorted by length again, and every entry keeps its name.
+    #[test]
+    fn runs_left_by_refreshes_are_merged_when_too_many() {
+        let mut bytes = {
+            let mut w = IndexWriter::new(b"/r", 0);
+            w.add_dir(Stamp::default());
+            w.finish()
+        };
+        let mut expected: Vec<Vec<u8>> = Vec::new();
+        let (mut runs, mut merged) = (0, false);
+        for round in 0..40u32 {
+            let index = Index::parse(&bytes).unwrap();
+            merged |= (index.n_runs as usize) < runs;
+            runs = index.n_runs as usize;
+            let mut w = IndexWriter::with_names_of(&index, 0);
+            w.add_dir(Stamp::default());
+            w.add_entry_words(index.entry_words());
+            for len in (1..=30).rev() {
+                let name = format!("{round:x}").repeat(len).into_bytes();
+                w.add_entry(&name, FileType::File);
+                expected.push(name);
+            }
+            bytes = w.finish();
+        }
+        assert!(merged, "the runs were merged once past {MAX_RUNS}");
+        let index = Index::parse(&bytes).unwrap();
+        let names: Vec<Vec<u8>> = index.dir(0).entries().map(|e| e.name.to_vec()).collect();
+        assert_eq!(names, expected);
+    }
+
     /// The names of an older index that no entry has any more are dropped
     /// once they are many, and all names sorted into runs again.
     #[test]
