@@ -5,7 +5,7 @@
 //! flight at once, as they would be against a server: what a walker gains
 //! here is what it gains by keeping requests in flight.
 //!
-//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT
+//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT
 //! Runs in the foreground until the mount point is unmounted (`umount
 //! MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
 //!
@@ -24,6 +24,10 @@
 //! - Names in one directory are looked up (and directories read) in
 //!   parallel, as NFS and Lustre clients do; the kernel serializes them
 //!   per directory for a FUSE server that does not ask otherwise.
+//! - `--trace DIR`: every 100 ms, append to `DIR/slowfs-PID.trace` the wall
+//!   clock (ms since the epoch) and the requests in flight on average over
+//!   those 100 ms, to see when a client's slots sit idle (and line several
+//!   clients up in time).
 //! - `--stats`: when the mount ends, print how many requests of each kind
 //!   came in and the process's CPU time (what the emulation itself costs).
 
@@ -318,6 +322,7 @@ struct Args {
     ttl: Duration,
     threads: usize,
     stats: bool,
+    trace: Option<PathBuf>,
     source: PathBuf,
     mountpoint: PathBuf,
 }
@@ -327,6 +332,7 @@ fn parse_args() -> Result<Args, String> {
     let mut ttl = Duration::ZERO;
     let mut threads = 64;
     let mut stats = false;
+    let mut trace = None;
     let mut positional = Vec::new();
     let mut args = std::env::args_os().skip(1);
     while let Some(arg) = args.next() {
@@ -341,6 +347,7 @@ fn parse_args() -> Result<Args, String> {
             Some("--ttl-s") => ttl = Duration::from_secs(number("--ttl-s")?),
             Some("--threads") => threads = number("--threads")?.max(1) as usize,
             Some("--stats") => stats = true,
+            Some("--trace") => trace = Some(PathBuf::from(args.next().ok_or("--trace needs a folder")?)),
             Some("-h" | "--help") => return Err(String::new()),
             _ => positional.push(PathBuf::from(arg)),
         }
@@ -353,9 +360,30 @@ fn parse_args() -> Result<Args, String> {
         ttl,
         threads,
         stats,
+        trace,
         source,
         mountpoint,
     })
+}
+
+/// Every 100 ms, a line: the wall clock in ms and the requests in flight
+/// on average since the line before (requests counted as they end).
+fn trace(state: &State, mut file: std::fs::File) {
+    use std::io::Write;
+    const TICK: Duration = Duration::from_millis(100);
+    let mut before = 0;
+    loop {
+        std::thread::sleep(TICK);
+        let busy = state.busy_ns.load(Ordering::Relaxed);
+        let now = std::time::SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let in_flight = (busy - before) as f64 / TICK.as_nanos() as f64;
+        before = busy;
+        if writeln!(file, "{} {in_flight:.2}", now.as_millis()).is_err() {
+            return;
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -365,7 +393,9 @@ fn main() -> ExitCode {
             if !msg.is_empty() {
                 eprintln!("slowfs: {msg}");
             }
-            eprintln!("usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--stats] SOURCE MOUNTPOINT");
+            eprintln!(
+                "usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT"
+            );
             return ExitCode::from(2);
         }
     };
@@ -413,6 +443,16 @@ fn main() -> ExitCode {
                 state.last_ns.fetch_max(end, Ordering::Relaxed);
             }
         });
+    }
+    if let Some(dir) = &args.trace {
+        let file = dir.join(format!("slowfs-{}.trace", std::process::id()));
+        match std::fs::File::create(&file) {
+            Ok(file) => {
+                let state = state.clone();
+                std::thread::spawn(move || trace(&state, file));
+            }
+            Err(e) => eprintln!("slowfs: {}: {e}", file.display()),
+        }
     }
     let fs = SlowFs {
         state: state.clone(),
