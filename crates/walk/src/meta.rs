@@ -236,6 +236,43 @@ pub(crate) fn stat_entries_at_once(
     });
 }
 
+/// Helper threads lent by the walk: `reserve(n)` grants up to `n` (maybe
+/// none), `release` gives them back.
+pub(crate) struct Helpers<'a> {
+    pub reserve: &'a dyn Fn(usize) -> usize,
+    pub release: &'a dyn Fn(usize),
+}
+
+/// [`stat_entry`] of each of `names` in `dir`, appended to `out` in order,
+/// in rounds: each round [`stat_entries_at_once`] on the helpers granted
+/// at its start, 8 stats a thread, or one stat alone when
+/// none is granted. Helpers freed while the stats go on join the next
+/// round.
+pub(crate) fn stat_entries_in_rounds(
+    dir: BorrowedFd<'_>,
+    names: &[&[u8]],
+    follow: bool,
+    helpers: &Helpers<'_>,
+    out: &mut Vec<Option<Metadata>>,
+) {
+    /// Stats a thread makes in a round.
+    const ROUND: usize = 8;
+    let mut at = 0;
+    while at < names.len() {
+        let left = names.len() - at;
+        let granted = if left > 1 { (helpers.reserve)(left - 1) } else { 0 };
+        if granted == 0 {
+            out.push(stat_entry(dir, names[at], follow));
+            at += 1;
+            continue;
+        }
+        let round = left.min((granted + 1) * ROUND);
+        stat_entries_at_once(dir, &names[at..at + round], follow, granted + 1, out);
+        (helpers.release)(granted);
+        at += round;
+    }
+}
+
 /// Stat by path, relative to the working directory. Paths longer than
 /// `PATH_MAX` are reached one piece at a time.
 pub fn stat_path(path: &Path, follow: bool) -> std::io::Result<Metadata> {
@@ -276,6 +313,51 @@ mod tests {
             assert!(out[0].is_none() && out[8].is_none(), "{threads} threads");
             let sizes: Vec<u64> = out.iter().flatten().map(|m| m.size).collect();
             assert_eq!(sizes, (0..200).collect::<Vec<u64>>(), "{threads} threads");
+        }
+    }
+
+    /// Whatever helpers are granted, and when: every name once, in order,
+    /// and every helper given back.
+    #[test]
+    fn stats_in_rounds_come_back_in_order_on_the_helpers_granted() {
+        use std::os::fd::AsFd;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<Vec<u8>> = (0..300).map(|i| format!("f{i}").into_bytes()).collect();
+        for (i, name) in names.iter().enumerate() {
+            std::fs::write(dir.path().join(std::str::from_utf8(name).unwrap()), vec![0; i]).unwrap();
+        }
+        let names: Vec<&[u8]> = names.iter().map(|n| &n[..]).collect();
+        let fd = std::fs::File::open(dir.path()).unwrap();
+        for free_after in [0, 5, 1000] {
+            // None free for the first `free_after` asks, then 3.
+            let (asks, lent, rounds) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+            let reserve = |n: usize| {
+                if asks.fetch_add(1, Ordering::Relaxed) < free_after {
+                    return 0;
+                }
+                rounds.fetch_add(1, Ordering::Relaxed);
+                lent.fetch_add(n.min(3), Ordering::Relaxed);
+                n.min(3)
+            };
+            let release = |n: usize| {
+                lent.fetch_sub(n, Ordering::Relaxed);
+            };
+            let helpers = super::Helpers {
+                reserve: &reserve,
+                release: &release,
+            };
+            let mut out = vec![None];
+            super::stat_entries_in_rounds(fd.as_fd(), &names, false, &helpers, &mut out);
+            let sizes: Vec<u64> = out.iter().skip(1).map(|m| m.as_ref().unwrap().size).collect();
+            assert_eq!(sizes, (0..300).collect::<Vec<u64>>(), "free after {free_after} asks");
+            assert_eq!(lent.load(Ordering::Relaxed), 0, "every helper given back");
+            let expected = if free_after >= 300 {
+                0
+            } else {
+                (300 - free_after).div_ceil(4 * 8)
+            };
+            assert_eq!(rounds.load(Ordering::Relaxed), expected, "free after {free_after} asks");
         }
     }
 

@@ -496,7 +496,11 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, 
 /// ([`STAT_WAITED`](crate::meta::STAT_WAITED)), the rest go out at once
 /// on helper threads (up to the I/O depth in the whole walk): one thread
 /// stats one entry per round trip, and a directory of 268 files took
-/// 268 of them in a row through a mount of 4 ms a request.
+/// 268 of them in a row through a mount of 4 ms a request. They go out in
+/// rounds, each on the helpers free at its start (one stat alone when
+/// none is), so that helpers freed meanwhile join in: a directory of 353
+/// files whose chunk found every helper taken was stat-ed in a row, 1.4 s,
+/// while the rest of its MPI rank's work ran out.
 fn fill_metadata(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>) {
     const TIMED: usize = 2;
     let follow = shared.settings.follow_links;
@@ -509,16 +513,15 @@ fn fill_metadata(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>) {
         meta.push(crate::meta::stat_entry(fd, name, follow));
         waited += usize::from(started.elapsed() > crate::meta::STAT_WAITED);
     }
-    let helpers = match chunk.slots.len().saturating_sub(TIMED) {
-        rest if waited == TIMED && rest > 1 => shared.reserve_stat_helpers(rest - 1),
-        _ => 0,
-    };
-    if helpers == 0 {
+    if waited < TIMED {
         meta.extend(names.map(|name| crate::meta::stat_entry(fd, name, follow)));
     } else {
         let rest: Vec<&[u8]> = names.collect();
-        crate::meta::stat_entries_at_once(fd, &rest, follow, helpers + 1, &mut meta);
-        shared.release_stat_helpers(helpers);
+        let helpers = crate::meta::Helpers {
+            reserve: &|n| shared.reserve_stat_helpers(n),
+            release: &|n| shared.release_stat_helpers(n),
+        };
+        crate::meta::stat_entries_in_rounds(fd, &rest, follow, &helpers, &mut meta);
     }
     chunk.meta = meta;
 }
