@@ -572,17 +572,20 @@ impl IndexWriter {
         dirs
     }
 
-    /// The file's bytes.
+    /// The file's bytes; none when the tree is too large for one file
+    /// (see [`finish_to`](Self::finish_to), which says so).
     pub fn finish(mut self) -> Vec<u8> {
         self.store_names();
         let mut out = Vec::with_capacity(HEADER + self.body_len());
-        // Writing to a Vec does not fail.
+        // Writing to a Vec fails only before anything is written.
         let _ = self.finish_to(&mut out);
         out
     }
 
     /// Write the file to `out` as it is made: no copy of it in memory (a
     /// refresh of million that made one peaked at 41 MB, this at 30 MB).
+    /// An error, before anything is written, when the tree is too large
+    /// for one file.
     ///
     /// ```
     /// use fnd_index::format::{Index, IndexWriter, Stamp};
@@ -598,6 +601,7 @@ impl IndexWriter {
     /// ```
     pub fn finish_to(&mut self, out: &mut impl io::Write) -> io::Result<()> {
         self.store_names();
+        self.check_fits()?;
         let mut header = Vec::with_capacity(HEADER);
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&VERSION.to_le_bytes());
@@ -624,6 +628,21 @@ impl IndexWriter {
         header[32..40].copy_from_slice(&sum.to_le_bytes());
         out.write_all(&header)?;
         self.each_body_part(&mut |part| out.write_all(part))
+    }
+
+    /// An error when the tables outgrow the file's fields: names ids of
+    /// 28 bits, counts and offsets of 32 (some 268 million distinct names,
+    /// 4 GiB of them, 4 billion entries or directories).
+    fn check_fits(&self) -> io::Result<()> {
+        let fits = self.stored.count <= ID_MASK
+            && u32::try_from(self.stored.bytes.len()).is_ok()
+            && u32::try_from(self.entries.len()).is_ok()
+            && self.n_dirs < u32::MAX;
+        if fits {
+            Ok(())
+        } else {
+            Err(io::Error::other("the tree is too large for one index file"))
+        }
     }
 
     /// Move the names added into runs of one length after the stored
@@ -1461,6 +1480,20 @@ mod tests {
         let index = Index::parse(&bytes).unwrap();
         let names: Vec<Vec<u8>> = index.dir(0).entries().map(|e| e.name.to_vec()).collect();
         assert_eq!(names, expected);
+    }
+
+    /// Past what the file's fields hold, writing is an error and writes
+    /// nothing (as if 2^32 directories had been added).
+    #[test]
+    fn a_tree_too_large_for_one_file_is_an_error() {
+        let mut w = IndexWriter::new(b"/r", 0);
+        w.add_dir(Stamp::default());
+        w.add_entry(b"a", FileType::File);
+        w.n_dirs = u32::MAX;
+        let mut out = Vec::new();
+        let e = w.finish_to(&mut out).unwrap_err();
+        assert_eq!(e.to_string(), "the tree is too large for one index file");
+        assert!(out.is_empty());
     }
 
     /// The names of an older index that no entry has any more are dropped
