@@ -295,14 +295,20 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> std::io::Result<Metadata> {
 mod tests {
     use super::FileType;
 
-    #[test]
-    fn stats_at_once_come_back_in_order_each_once() {
-        use std::os::fd::AsFd;
+    /// A folder of `n` files, `f0` to `f{n-1}`, each file's size its number.
+    fn numbered_files(n: usize) -> (tempfile::TempDir, Vec<Vec<u8>>) {
         let dir = tempfile::tempdir().unwrap();
-        let names: Vec<Vec<u8>> = (0..200).map(|i| format!("f{i}").into_bytes()).collect();
+        let names: Vec<Vec<u8>> = (0..n).map(|i| format!("f{i}").into_bytes()).collect();
         for (i, name) in names.iter().enumerate() {
             std::fs::write(dir.path().join(std::str::from_utf8(name).unwrap()), vec![0; i]).unwrap();
         }
+        (dir, names)
+    }
+
+    #[test]
+    fn stats_at_once_come_back_in_order_each_once() {
+        use std::os::fd::AsFd;
+        let (dir, names) = numbered_files(200);
         let mut names: Vec<&[u8]> = names.iter().map(|n| &n[..]).collect();
         names.insert(7, b"missing");
         let fd = std::fs::File::open(dir.path()).unwrap();
@@ -322,11 +328,7 @@ mod tests {
     fn stats_in_rounds_come_back_in_order_on_the_helpers_granted() {
         use std::os::fd::AsFd;
         use std::sync::atomic::{AtomicUsize, Ordering};
-        let dir = tempfile::tempdir().unwrap();
-        let names: Vec<Vec<u8>> = (0..300).map(|i| format!("f{i}").into_bytes()).collect();
-        for (i, name) in names.iter().enumerate() {
-            std::fs::write(dir.path().join(std::str::from_utf8(name).unwrap()), vec![0; i]).unwrap();
-        }
+        let (dir, names) = numbered_files(300);
         let names: Vec<&[u8]> = names.iter().map(|n| &n[..]).collect();
         let fd = std::fs::File::open(dir.path()).unwrap();
         for free_after in [0, 5, 1000] {
