@@ -431,13 +431,31 @@ impl StoredNames {
     }
 
     fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.runs.iter().enumerate().flat_map(move |(k, run)| {
-            let end = self.runs.get(k + 1).map_or(self.count, |next| next.first_id);
-            let len = run.len as usize;
-            let bytes = &self.bytes[run.first_byte as usize..][..(end - run.first_id) as usize * len];
-            bytes.chunks_exact(len.max(1))
-        })
+        names_in_runs(&self.bytes, self.runs.iter().copied(), self.count).map(|(_, name)| name)
     }
+}
+
+/// The names of `runs` (in order, ids below `count`) over `bytes`, with
+/// their ids, in id order.
+fn names_in_runs<'b>(
+    bytes: &'b [u8],
+    runs: impl Iterator<Item = Run> + 'b,
+    count: u32,
+) -> impl Iterator<Item = (u32, &'b [u8])> + 'b {
+    let mut runs = runs.peekable();
+    std::iter::from_fn(move || {
+        let run = runs.next()?;
+        let end = runs.peek().map_or(count, |next| next.first_id);
+        Some((run, end))
+    })
+    .flat_map(move |(run, end)| {
+        let len = run.len as usize;
+        let names = bytes
+            .get(run.first_byte as usize..)
+            .and_then(|b| b.get(..end.saturating_sub(run.first_id) as usize * len))
+            .unwrap_or_default();
+        (run.first_id..).zip(names.chunks_exact(len.max(1)))
+    })
 }
 
 /// Writes an index: directories breadth-first, each with its entries.
@@ -995,13 +1013,8 @@ impl<'a> Index<'a> {
     /// Every name with its id, in id order.
     pub fn names(&self) -> impl Iterator<Item = (u32, &'a [u8])> + 'a {
         let index = *self;
-        (0..self.n_runs as usize).flat_map(move |k| {
-            let run = index.run(k);
-            let len = run.len as usize;
-            let count = (index.run_end(k) - run.first_id) as usize;
-            let bytes = &index.names[run.first_byte as usize..][..count * len];
-            (run.first_id..).zip(bytes.chunks_exact(len))
-        })
+        let runs = (0..self.n_runs as usize).map(move |k| index.run(k));
+        names_in_runs(self.names, runs, self.name_count)
     }
 
     /// The name table's bytes: the names one after another, in id order,
