@@ -593,8 +593,8 @@ impl IndexWriter {
     /// The file's bytes; none when the tree is too large for one file
     /// (see [`finish_to`](Self::finish_to), which says so).
     pub fn finish(mut self) -> Vec<u8> {
-        self.store_names();
-        let mut out = Vec::with_capacity(HEADER + self.body_len());
+        // Names not stored yet take at most their table's bytes.
+        let mut out = Vec::with_capacity(HEADER + self.body_len() + self.names.bytes.len());
         // Writing to a Vec fails only before anything is written.
         let _ = self.finish_to(&mut out);
         out
