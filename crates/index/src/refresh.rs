@@ -155,17 +155,12 @@ fn tasks(
             }
             continue;
         }
-        let Some(name) = index
-            .dir(task.parent)
-            .entries()
-            .find(|e| e.dir == Some(start))
-            .map(|e| e.name)
-        else {
+        let Some((_, entry)) = index.parent(start) else {
             done.push(task);
             continue;
         };
         let mut path = task.path.to_vec();
-        push_name(&mut path, name);
+        push_name(&mut path, index.name(index.entry(entry).0));
         checked_here(start, task.parent, &path);
         open.push(whole(start, Arc::new(path), task.depth + 1));
     }
