@@ -1,5 +1,6 @@
 //! What a launcher leaves in the environment (task counts and ranks, Open
-//! MPI's binding, the node's share of the job, the PMIx server's address):
+//! MPI's binding, the node's share of the job, what a job on one node sets,
+//! the PMIx server's address):
 //! whatever the values, reading them gives an answer, never a panic. Run
 //! with `cargo +nightly fuzz run launch_env`.
 #![no_main]
@@ -7,11 +8,11 @@
 use libfuzzer_sys::fuzz_target;
 
 use fnd_mpi::launch::{
-    bound_by_default_in, launched_in, one_node_layer_in, pmix_server_addresses_in, tasks_on_this_node_in,
+    bound_by_default_in, launched_in, one_node_settings_in, pmix_server_addresses_in, tasks_on_this_node_in,
 };
 
 /// The variables read, each given a value from the input in turn.
-const NAMES: [&str; 16] = [
+const NAMES: [&str; 18] = [
     "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE",
@@ -28,6 +29,8 @@ const NAMES: [&str; 16] = [
     "PMIX_SERVER_URI2",
     "MPI_LOCALNRANKS",
     "SLURM_STEP_NUM_NODES",
+    "HWLOC_COMPONENTS",
+    "HWLOC_PLUGINS_BLACKLIST",
 ];
 
 fuzz_target!(|data: &[u8]| {
@@ -42,8 +45,8 @@ fuzz_target!(|data: &[u8]| {
         assert!(launched.tasks > 1);
     }
     let _ = bound_by_default_in(get);
-    if let Some((variable, _)) = one_node_layer_in(get) {
-        assert_eq!(variable, "OMPI_MCA_pml");
+    for (variable, _) in one_node_settings_in(get) {
+        assert!(get(variable).is_none(), "{variable} was chosen");
     }
     if let Some(tasks) = tasks_on_this_node_in(get) {
         assert!(tasks > 0);
