@@ -30,12 +30,12 @@ const NONE: u32 = u32::MAX;
 
 /// A directory the listing entered: its parent's number (`NONE` for a
 /// root), its name's id (`NONE` for a root, whose path is in
-/// [`Listed`]'s roots) and its stamp.
+/// [`Listed`]'s roots) and the stamp to keep ([`kept_stamp`]).
 #[derive(Clone, Copy)]
 struct Record {
     parent: u32,
     name: u32,
-    stamp: Option<Stamp>,
+    stamp: Option<RowStamp>,
 }
 
 impl Default for Record {
@@ -269,11 +269,15 @@ pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 struct Stamper {
     skip: Option<Skip>,
     shards: Arc<Shards>,
+    /// When the listing started ([`now_nanos`]).
+    started: i64,
 }
 
 impl EntryFilter for Stamper {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let stamp = stat_fd(dir.fd).ok().map(|m| Stamp::from(&m));
+        let stamp = stat_fd(dir.fd)
+            .ok()
+            .map(|m| kept_stamp(Stamp::from(&m), self.started, now_nanos));
         let this = self.shards.next_dir.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shards.mine();
         let record = match number(parent) {
@@ -315,6 +319,38 @@ impl EntryFilter for Stamper {
     }
 }
 
+/// The stamp to keep for a directory stat-ed at `now()` (after the stat,
+/// before its listing is read; the listing started at `started`, both in
+/// nanoseconds since the epoch): [`RowStamp::READ_AGAIN`] while its ctime
+/// is too recent for a later change to be told from it.
+///
+/// Before Linux 6.13, ext4, XFS, Btrfs and tmpfs stamp a change with a
+/// clock that moves once a tick (1–10 ms); NFS servers, ext3's small
+/// inodes and FAT keep whole seconds (or two). A change made after the
+/// listing was read but in the same tick as the change the stamp shows
+/// leaves the ctime as it was, and every check would trust a listing that
+/// lacks it until the directory changed again (git's "racily clean"
+/// entries). A stamp taken a tick or more after its ctime is matched by
+/// no later change: the coarse clock has moved on by then. The margin
+/// asked is 50 ms, or 2 s for a ctime in whole seconds; the clock is
+/// read only for a ctime that recent when the listing started.
+fn kept_stamp(stamp: Stamp, started: i64, now: impl FnOnce() -> i64) -> RowStamp {
+    let margin = if stamp.ctime_ns == 0 { 2_000_000_000 } else { 50_000_000 };
+    let ctime = stamp.ctime_nanos();
+    if ctime < started.saturating_sub(margin) || now().saturating_sub(ctime) >= margin {
+        stamp.into()
+    } else {
+        RowStamp::READ_AGAIN
+    }
+}
+
+/// The time, in nanoseconds since the epoch.
+fn now_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 /// List `roots` and every directory below them, except those `skip`
 /// names (by path), with `threads` walking threads. `within`: a real path
 /// every root lies within (see [`WalkBuilder::roots_within`]). An error
@@ -346,6 +382,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         .filter(Some(Arc::new(Stamper {
             skip,
             shards: shards.clone(),
+            started: now_nanos(),
         })));
     walk.visit(|| Collect { shards: shards.clone() }, drop);
     if shards.lost.load(Ordering::Relaxed) {
@@ -459,7 +496,7 @@ pub fn fill(
                 let stamp = if listed.is_unfinished(|| listed.path_of(dir)) {
                     RowStamp::READ_AGAIN
                 } else {
-                    record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir))).into()
+                    record.stamp.unwrap_or_else(|| stamp_of(&listed.path_of(dir)).into())
                 };
                 w.add_dir(stamp);
                 // Made when a subdirectory was not listed (rare).
@@ -553,6 +590,38 @@ pub fn build(root: &Path, threads: usize) -> io::Result<IndexWriter> {
 pub(crate) mod tests {
     use super::*;
 
+    /// Waits until directories changed before the call are older than
+    /// [`kept_stamp`]'s margin, so that a listing keeps their stamps.
+    pub(crate) fn past_the_margin() {
+        std::thread::sleep(std::time::Duration::from_millis(60));
+    }
+
+    /// A stamp is kept unless the directory was stat-ed within the margin
+    /// of its ctime (50 ms, 2 s for a ctime in whole seconds); the clock
+    /// is not read for a ctime older than that when the listing started.
+    #[test]
+    fn a_stamp_too_recent_to_trust_is_read_again() {
+        const S: i64 = 1_000_000_000;
+        const MS: i64 = 1_000_000;
+        let at = |ctime: i64, ctime_ns: u32| Stamp {
+            dev: 1,
+            ino: 2,
+            ctime,
+            ctime_ns,
+        };
+        let start = 1_700_000_000 * S;
+        let stamp = at(1_700_000_000 - 60, 5);
+        assert_eq!(kept_stamp(stamp, start, || unreachable!()), stamp.into());
+        let stamp = at(1_700_000_000, 5);
+        assert_eq!(kept_stamp(stamp, start, || start + 10 * MS), RowStamp::READ_AGAIN);
+        assert_eq!(kept_stamp(stamp, start, || start + 60 * MS), stamp.into());
+        // A ctime after the stat (another clock): not to be trusted yet.
+        assert_eq!(kept_stamp(stamp, start, || start - 5 * S), RowStamp::READ_AGAIN);
+        let whole = at(1_700_000_000, 0);
+        assert_eq!(kept_stamp(whole, start, || start + S), RowStamp::READ_AGAIN);
+        assert_eq!(kept_stamp(whole, start, || start + 3 * S), whole.into());
+    }
+
     /// Every path below `root`, with `/` after directories, read from the
     /// file system or from an index.
     fn paths_on_disk(root: &Path) -> Vec<String> {
@@ -630,6 +699,7 @@ pub(crate) mod tests {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         std::fs::write(root.join("b/f"), "").unwrap();
+        past_the_margin();
         for _ in 0..3 {
             let bytes = build(&root, 2).unwrap().finish();
             let index = Index::parse(&bytes).unwrap();
@@ -647,6 +717,7 @@ pub(crate) mod tests {
         let spelt = |d: &&str| root.join(d).as_os_str().as_bytes().to_vec();
         let unread: Vec<Vec<u8>> = unread.iter().map(spelt).collect();
         let skip: Skip = Arc::new(move |p: &[u8]| unread.iter().any(|u| u == p));
+        past_the_margin();
         let mut listed = list(&[root.to_path_buf()], None, 2, Some(skip)).unwrap();
         listed.unfinished.extend(short.iter().map(spelt));
         let top = root.as_os_str().as_bytes();

@@ -90,7 +90,7 @@ impl From<&Metadata> for Stamp {
 
 impl Stamp {
     /// The ctime in nanoseconds.
-    fn ctime_nanos(&self) -> i64 {
+    pub(crate) fn ctime_nanos(&self) -> i64 {
         self.ctime
             .saturating_mul(1_000_000_000)
             .saturating_add(i64::from(self.ctime_ns))
@@ -112,8 +112,9 @@ pub struct RowStamp {
 
 impl RowStamp {
     /// The stamp of a directory the index does not hold whole (its
-    /// listing failed or was cut short): no directory has it (but one
-    /// time in 2^64), so every check reads the directory again.
+    /// listing failed or was cut short) or may not (its ctime was too
+    /// recent to trust, see `build::kept_stamp`): no directory has it (but
+    /// one time in 2^64), so every check reads the directory again.
     pub const READ_AGAIN: RowStamp = RowStamp { digest: 0 };
 }
 

@@ -1,7 +1,7 @@
 //! An index of directory trees for `fnd`: every entry's name and type
 //! (each distinct name stored once), each directory's identity and change
-//! stamp (device, and inode and ctime as one digest) and the ignore files
-//! it holds; built with the walk, stored compactly, replaced atomically,
+//! stamp (device, and inode and ctime as one digest); built with the
+//! walk, stored compactly, replaced atomically,
 //! read through a memory map, and brought up to date with one `stat` per
 //! directory.
 //!
@@ -18,6 +18,8 @@
 //!
 //! # let dir = tempfile::tempdir().unwrap();
 //! # std::fs::create_dir(dir.path().join("src")).unwrap();
+//! # // A directory changed in the last 50 ms is read again by every check.
+//! # std::thread::sleep(std::time::Duration::from_millis(60));
 //! let root = dir.path().canonicalize().unwrap();
 //! # let cache = tempfile::tempdir().unwrap();
 //! let file = store::file_for(cache.path(), &root);

@@ -428,6 +428,7 @@ pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
 mod tests {
     use super::*;
     use crate::build::build;
+    use crate::build::tests::past_the_margin;
     use std::fs;
 
     /// Every path below the root with its type, and each directory's stamp.
@@ -501,6 +502,7 @@ mod tests {
             }
             dirs.extend(next);
         }
+        past_the_margin();
         let bytes = build(&root, 2).unwrap().finish();
         let old = Index::parse(&bytes).unwrap();
         for (i, d) in dirs.iter().enumerate() {
@@ -511,6 +513,7 @@ mod tests {
                 _ => {}
             }
         }
+        past_the_margin();
         let fresh = refresh(&old, 2).unwrap();
         assert!(fresh.changed > 0);
         let bytes = fresh.writer.unwrap().finish();
