@@ -622,6 +622,31 @@ pub(crate) mod tests {
         assert_eq!(kept_stamp(whole, start, || start + 3 * S), whole.into());
     }
 
+    /// Directories changed just before a listing keep no stamp (the next
+    /// check reads them again); one changed before the margin keeps its own.
+    #[test]
+    fn directories_changed_just_before_their_listing_are_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("old")).unwrap();
+        past_the_margin();
+        let changed_at = std::time::Instant::now();
+        // Changes the root, too.
+        std::fs::create_dir(root.join("new")).unwrap();
+        let bytes = build(&root, 1).unwrap().finish();
+        let listed_within = changed_at.elapsed();
+        let index = Index::parse(&bytes).unwrap();
+        let stamp = |d: &str| index.dir(index.find(d.as_bytes()).unwrap()).stamp();
+        let real = |d: &str| RowStamp::from(stamp_of(root.join(d).as_os_str().as_bytes()));
+        assert_eq!(stamp("old"), real("old"));
+        // Every stat came less than the margin after the change: none may
+        // keep its stamp (on a loaded machine the build may take longer).
+        if listed_within < std::time::Duration::from_millis(50) {
+            assert_eq!(stamp(""), RowStamp::READ_AGAIN);
+            assert_eq!(stamp("new"), RowStamp::READ_AGAIN);
+        }
+    }
+
     /// Every path below `root`, with `/` after directories, read from the
     /// file system or from an index.
     fn paths_on_disk(root: &Path) -> Vec<String> {
