@@ -11,7 +11,6 @@
 //! them up, and took 165 ms more CPU in all: 1.41x the live walk against
 //! 1.19x now).
 
-use std::ffi::OsStr;
 use std::io;
 use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
@@ -19,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use fnd_walk::meta::{stat_fd, stat_path};
+use fnd_walk::meta::stat_synced;
 use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -262,10 +261,12 @@ impl Visitor for Collect {
 pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
 /// The walk's filter for a listing: numbers each directory entered and
-/// records it with its stamp, from an `fstat` of the descriptor the walk
-/// has just opened, before it reads it (an `fstatat` of each subdirectory
-/// from its parent, a path lookup each, was a seventh of a build); and
-/// leaves out the directories `skip` names.
+/// records it with its stamp, from a stat of the descriptor the walk has
+/// just opened, before it reads it (an `fstatat` of each subdirectory from
+/// its parent, a path lookup each, was a seventh of a build), asked of the
+/// file system's server ([`stat_synced`]: on NFS this also drops a cached
+/// listing the directory's change made stale); and leaves out the
+/// directories `skip` names.
 struct Stamper {
     skip: Option<Skip>,
     shards: Arc<Shards>,
@@ -275,7 +276,7 @@ struct Stamper {
 
 impl EntryFilter for Stamper {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let stamp = stat_fd(dir.fd)
+        let stamp = stat_synced(dir.fd, b"")
             .ok()
             .map(|m| kept_stamp(Stamp::from(&m), self.started, now_nanos));
         let this = self.shards.next_dir.fetch_add(1, Ordering::Relaxed);
@@ -432,7 +433,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
 
 /// The stamp of the directory at `path`, when no listing carried one.
 pub fn stamp_of(path: &[u8]) -> Stamp {
-    stat_path(Path::new(OsStr::from_bytes(path)), false)
+    stat_synced(rustix::fs::CWD, path)
         .map(|m| Stamp::from(&m))
         .unwrap_or_default()
 }

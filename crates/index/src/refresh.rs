@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use fnd_walk::meta::stat_path;
+use fnd_walk::meta::{stat_path, stat_synced};
 use rustc_hash::FxHashMap;
 
 use crate::build::{fill, list, now, push_name, Old, Skip, Source};
@@ -28,7 +28,9 @@ struct Changed {
     path: Vec<u8>,
 }
 
-/// Which rows' stamps differ from the directory now at their path.
+/// Which rows' stamps differ from the directory now at their path, as
+/// the file system's server has it ([`stat_synced`]: NFS's attribute
+/// cache would hide another client's change for up to a minute).
 ///
 /// Each directory is stat-ed relative to its parent, open with `O_PATH`
 /// (a one-component lookup): by full path, the kernel's path walk took
@@ -47,7 +49,7 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
     };
     let root = index.root().to_vec();
     let mut changed = Vec::new();
-    if differs(0, stat_path(Path::new(OsStr::from_bytes(&root)), false)) {
+    if differs(0, stat_synced(rustix::fs::CWD, &root)) {
         changed.push(Changed {
             row: 0,
             parent: None,
@@ -55,7 +57,7 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
         });
     }
     let tasks = tasks(index, threads, root, &mut |row, parent, path: &[u8]| {
-        if differs(row, stat_path(Path::new(OsStr::from_bytes(path)), false)) {
+        if differs(row, stat_synced(rustix::fs::CWD, path)) {
             changed.push(Changed {
                 row,
                 parent: Some(parent),
@@ -236,8 +238,8 @@ fn check_below(
             // descriptor: no second lookup of its name.
             let below = (!through_parent).then(|| rustix::fs::openat(fd, &child_rel, flags, Mode::empty()));
             let m = match &below {
-                None => fnd_walk::meta::stat_at(fd.as_fd(), &child_rel, false),
-                Some(Ok(below)) => fnd_walk::meta::stat_fd(below.as_fd()),
+                None => stat_synced(fd.as_fd(), &child_rel),
+                Some(Ok(below)) => stat_synced(below.as_fd(), b""),
                 // Not a directory any more (`O_NOFOLLOW`, `O_DIRECTORY`), or gone.
                 Some(Err(e)) => Err(io::Error::from(*e)),
             };
