@@ -352,13 +352,24 @@ pub struct Refresh {
     pub changed: usize,
 }
 
+/// Threads of a check where the tree is (partly) on a network or FUSE file
+/// system ([`fnd_walk::served_remotely`]): each stat there is a round trip
+/// to the server, which `threads` (the cores) would keep few of in flight.
+const STATS_IN_FLIGHT: usize = 64;
+
 /// Check every directory of `index` and rebuild what changed, with
-/// `threads` threads. An error when the root itself is gone.
+/// `threads` threads ([`STATS_IN_FLIGHT`] at least where stats wait on a
+/// server). An error when the root itself is gone.
 ///
 /// `threads`: 0 for one per core.
 pub fn refresh(index: &Index<'_>, threads: usize) -> io::Result<Refresh> {
     let threads = if threads == 0 { fnd_walk::cores() } else { threads };
     let root = Path::new(OsStr::from_bytes(index.root()));
+    let threads = if fnd_walk::served_remotely(root) {
+        threads.max(STATS_IN_FLIGHT)
+    } else {
+        threads
+    };
     if !stat_path(root, true)?.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotADirectory,

@@ -139,6 +139,7 @@ pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
+pub use mounts::served_remotely;
 pub use settings::{Order, Sort};
 pub use visit::{Flow, Visitor};
 pub use walker::{Alone, Walker};

@@ -10,8 +10,9 @@
 //! at or under its roots (and the one holding each root) is of the first
 //! kind; with links followed, that is every mount there is.
 //!
-//! Offers [`end_marks_trusted`]. Relies on nothing else in this crate: only
-//! `/proc/self/mountinfo` (and `/proc/self/fd` for real paths).
+//! Offers [`end_marks_trusted`] and [`served_remotely`]. Relies on nothing
+//! else in this crate: only `/proc/self/mountinfo` (and `/proc/self/fd` for
+//! real paths).
 
 use std::ffi::OsString;
 use std::io::Read;
@@ -20,6 +21,53 @@ use std::path::{Path, PathBuf};
 
 /// File systems whose `readdir` fills the buffer as far as the directory goes.
 const FILLING: &[&[u8]] = &[b"ext2", b"ext3", b"ext4", b"xfs", b"btrfs", b"tmpfs"];
+
+/// File systems whose calls wait on another machine or on a server in
+/// user space (with every `fuse.*` type).
+const SERVED: &[&[u8]] = &[
+    b"nfs",
+    b"nfs4",
+    b"cifs",
+    b"smb3",
+    b"smbfs",
+    b"lustre",
+    b"gpfs",
+    b"beegfs",
+    b"ceph",
+    b"9p",
+    b"afs",
+    b"virtiofs",
+    b"orangefs",
+    b"pvfs2",
+    b"fuse",
+    b"fuseblk",
+];
+
+/// Whether a file system that holds `root`, or is mounted within it, is
+/// one whose calls wait on a server ([`SERVED`]: NFS, SMB, Lustre, GPFS,
+/// BeeGFS, Ceph, FUSE…), where many calls in flight pay while on a local
+/// disk in the cache two cores are all there is. False when that cannot
+/// be told.
+///
+/// ```
+/// assert!(!fnd_walk::served_remotely(std::path::Path::new("/does/not/exist")));
+/// ```
+pub fn served_remotely(root: &Path) -> bool {
+    let mut mountinfo = Vec::with_capacity(16 * 1024);
+    let read = std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_end(&mut mountinfo));
+    let (Ok(_), Some(root)) = (read, real_path(root)) else {
+        return false;
+    };
+    parse(&mountinfo).is_some_and(|mounts| any_served(&mounts, &root))
+}
+
+/// Is a mount that holds `root`, or lies within it, of a [`SERVED`] type?
+fn any_served(mounts: &[(PathBuf, &[u8])], root: &Path) -> bool {
+    mounts
+        .iter()
+        .filter(|(mount_point, _)| root.starts_with(mount_point) || mount_point.starts_with(root))
+        .any(|(_, fs_type)| SERVED.contains(fs_type) || fs_type.starts_with(b"fuse."))
+}
 
 /// May a listing stop where its last record marks the end (without the
 /// `getdents64` call that returns 0), everywhere a walk from `roots` can
@@ -157,6 +205,18 @@ mod tests {
             "on a FUSE mount"
         );
         assert!(!all_filling(&mounts, Path::new("/")), "holds /proc");
+    }
+
+    #[test]
+    fn a_served_file_system_in_reach_is_found() {
+        let mounts = parse(MOUNTINFO).unwrap();
+        assert!(!any_served(&mounts, Path::new("/data/src")));
+        assert!(!any_served(&mounts, Path::new("/home/u/fuse")));
+        assert!(any_served(&mounts, Path::new("/home/u")), "holds a FUSE mount");
+        assert!(any_served(&mounts, Path::new("/home/u/fuse dir/a")), "on a FUSE mount");
+        let nfs = parse(b"27 1 254:0 / / rw - ext4 /dev/vda rw\n40 27 0:40 / /home rw - nfs4 srv:/home rw\n").unwrap();
+        assert!(any_served(&nfs, Path::new("/home/u/src")));
+        assert!(!any_served(&nfs, Path::new("/tmp")));
     }
 
     #[test]
