@@ -372,12 +372,16 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
     if let Some(within) = within {
         walk = walk.roots_within(within);
     }
-    // No more workers than threads: a pool that grows while reads wait
-    // took the page faults of the listings for waits and grew to 128
-    // workers, and a build of million ran on 1.05 cores (1.45 without).
+    // No more workers than threads on a local file system: a pool that
+    // grows while reads wait took the page faults of the listings for
+    // waits and grew to 128 workers, and a build of million ran on 1.05
+    // cores (1.45 without). Where reads wait on a server, the walk's
+    // default depth: through FUSE (1 ms a request) two workers took 28 s
+    // to index src.
+    let local = !fnd_walk::served_remotely(within.unwrap_or(&roots[0]));
     walk = walk
         .threads(threads)
-        .io_depth(threads)
+        .io_depth(if local { threads } else { 0 })
         .min_depth(1)
         .lenient(true)
         .filter(Some(Arc::new(Stamper {
