@@ -305,7 +305,7 @@ pub fn stat_path(path: &Path, follow: bool) -> std::io::Result<Metadata> {
         let st = rustix::fs::statat(CWD, bytes, flags(follow))?;
         return Ok(Metadata::from_stat(&st));
     }
-    let (dir, name) = open_parent_of_long_path(bytes)?;
+    let (dir, name) = open_parent_of_long_path(CWD, bytes)?;
     stat_at(rustix::fd::AsFd::as_fd(&dir), name, follow)
 }
 
@@ -336,12 +336,8 @@ pub fn stat_fd(fd: BorrowedFd<'_>) -> std::io::Result<Metadata> {
 pub fn stat_synced(dir: BorrowedFd<'_>, path: &[u8]) -> std::io::Result<Metadata> {
     use rustix::fs::StatxFlags;
     if path.len() >= PATH_PIECE {
-        let slash = path
-            .iter()
-            .rposition(|&b| b == b'/')
-            .ok_or(rustix::io::Errno::NAMETOOLONG)?;
-        let parent = crate::open::open_long(dir, &path[..slash.max(1)], crate::open::dir_flags(true), false)?;
-        return stat_synced(rustix::fd::AsFd::as_fd(&parent), &path[slash + 1..]);
+        let (parent, name) = open_parent_of_long_path(dir, path)?;
+        return stat_synced(rustix::fd::AsFd::as_fd(&parent), name);
     }
     let mut flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_FORCE_SYNC;
     if path.is_empty() {

@@ -93,14 +93,18 @@ fn open_each_nofollow(dir: BorrowedFd<'_>, path: &[u8], flags: OFlags) -> Result
     current.ok_or(Errno::NOENT)
 }
 
-/// For a path longer than PATH_MAX: open its parent directory and return
-/// it with the final name. Links on the way are followed, as `stat(2)` and
-/// `lstat(2)` follow them for a shorter path (a root given through a link
-/// must keep working past PATH_MAX); only the final name is the caller's.
-pub(crate) fn open_parent_of_long_path(path: &[u8]) -> std::io::Result<(OwnedFd, &[u8])> {
+/// For a path (from `dir`) longer than PATH_MAX: open its parent directory
+/// and return it with the final name. Links on the way are followed, as
+/// `stat(2)` and `lstat(2)` follow them for a shorter path (a root given
+/// through a link must keep working past PATH_MAX); only the final name is
+/// the caller's.
+pub(crate) fn open_parent_of_long_path<'p>(
+    dir: BorrowedFd<'_>,
+    path: &'p [u8],
+) -> std::io::Result<(OwnedFd, &'p [u8])> {
     let slash = path.iter().rposition(|&b| b == b'/').ok_or(Errno::NAMETOOLONG)?;
-    let dir = open_long(CWD, &path[..slash.max(1)], dir_flags(true), false)?;
-    Ok((dir, &path[slash + 1..]))
+    let parent = open_long(dir, &path[..slash.max(1)], dir_flags(true), false)?;
+    Ok((parent, &path[slash + 1..]))
 }
 
 #[cfg(test)]
