@@ -53,9 +53,7 @@ const SERVED: &[&[u8]] = &[
 /// assert!(!fnd_walk::served_remotely(std::path::Path::new("/does/not/exist")));
 /// ```
 pub fn served_remotely(root: &Path) -> bool {
-    let mut mountinfo = Vec::with_capacity(16 * 1024);
-    let read = std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_end(&mut mountinfo));
-    let (Ok(_), Some(root)) = (read, real_path(root)) else {
+    let (Some(mountinfo), Some(root)) = (read_mountinfo(), real_path(root)) else {
         return false;
     };
     parse(&mountinfo).is_some_and(|mounts| any_served(&mounts, &root))
@@ -63,23 +61,36 @@ pub fn served_remotely(root: &Path) -> bool {
 
 /// Is a mount that holds `root`, or lies within it, of a [`SERVED`] type?
 fn any_served(mounts: &[(PathBuf, &[u8])], root: &Path) -> bool {
+    types_in_reach(mounts, root).any(|fs_type| SERVED.contains(&fs_type) || fs_type.starts_with(b"fuse."))
+}
+
+/// The types of the mounts that hold `root` or lie within it. Mounts a
+/// later one hides count too, which errs on the safe side for both
+/// questions asked of them.
+fn types_in_reach<'m>(mounts: &'m [(PathBuf, &'m [u8])], root: &'m Path) -> impl Iterator<Item = &'m [u8]> + 'm {
     mounts
         .iter()
-        .filter(|(mount_point, _)| root.starts_with(mount_point) || mount_point.starts_with(root))
-        .any(|(_, fs_type)| SERVED.contains(fs_type) || fs_type.starts_with(b"fuse."))
+        .filter(move |(mount_point, _)| root.starts_with(mount_point) || mount_point.starts_with(root))
+        .map(|(_, fs_type)| *fs_type)
+}
+
+/// `/proc/self/mountinfo`, or `None` when it cannot be read. Sized up
+/// front: the file reports no size, and std's read would start at 32
+/// bytes and grow, one system call each time.
+fn read_mountinfo() -> Option<Vec<u8>> {
+    let mut mountinfo = Vec::with_capacity(16 * 1024);
+    let mut file = std::fs::File::open("/proc/self/mountinfo").ok()?;
+    file.read_to_end(&mut mountinfo).ok()?;
+    Some(mountinfo)
 }
 
 /// May a listing stop where its last record marks the end (without the
 /// `getdents64` call that returns 0), everywhere a walk from `roots` can
 /// go? False whenever that cannot be told.
 pub(crate) fn end_marks_trusted<'a>(roots: impl IntoIterator<Item = &'a Path>, follow_links: bool) -> bool {
-    // Sized up front: the file reports no size, and std's read would
-    // start at 32 bytes and grow, one system call each time.
-    let mut mountinfo = Vec::with_capacity(16 * 1024);
-    let read = std::fs::File::open("/proc/self/mountinfo").and_then(|mut f| f.read_to_end(&mut mountinfo));
-    if read.is_err() {
+    let Some(mountinfo) = read_mountinfo() else {
         return false;
-    }
+    };
     let Some(mounts) = parse(&mountinfo) else {
         return false;
     };
@@ -153,12 +164,8 @@ fn unescape(field: &[u8]) -> Vec<u8> {
 }
 
 /// Is every mount that holds `root`, or lies within it, of a filling type?
-/// Mounts a later one hides count too, which only errs on the safe side.
 fn all_filling(mounts: &[(PathBuf, &[u8])], root: &Path) -> bool {
-    mounts
-        .iter()
-        .filter(|(mount_point, _)| root.starts_with(mount_point) || mount_point.starts_with(root))
-        .all(|(_, fs_type)| FILLING.contains(fs_type))
+    types_in_reach(mounts, root).all(|fs_type| FILLING.contains(&fs_type))
 }
 
 #[cfg(test)]
