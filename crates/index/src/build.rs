@@ -559,9 +559,7 @@ pub fn fill(
 
 /// Seconds since the epoch.
 pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
+    now_nanos() / 1_000_000_000
 }
 
 /// Build the index of `root` (a real path) with `threads` walking threads:
