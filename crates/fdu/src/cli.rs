@@ -8,6 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
 use crate::format::BadSize;
+use crate::getopt::{self, Opt, Takes};
 use crate::messages::{error_text, program_name, quote, quote_value, report};
 use crate::output::terminal_size;
 use crate::settings::{Follow, Measure, Settings, SizeFormat, Threshold, TimeFormat, TimeKind, TreeOptions};
@@ -105,8 +106,112 @@ pub enum Parsed {
     Show(clap::Error),
 }
 
+/// du's long options in du's order (the order getopt lists an ambiguous
+/// prefix's possibilities in); fdu's others come after.
+const DU_LONG: &[&str] = &[
+    "all",
+    "apparent-size",
+    "block-size",
+    "bytes",
+    "count-links",
+    "dereference",
+    "dereference-args",
+    "exclude",
+    "exclude-from",
+    "files0-from",
+    "human-readable",
+    "inodes",
+    "si",
+    "max-depth",
+    "null",
+    "no-dereference",
+    "one-file-system",
+    "separate-dirs",
+    "summarize",
+    "total",
+    "threshold",
+    "time",
+    "time-style",
+    "help",
+    "version",
+];
+
+/// du's short options (`-k`, `-m` and `-H` have no long name of their own).
+const DU_SHORT: &[u8] = b"0abd:chHklmst:xB:DLPSX:";
+
+/// The options as getopt sees them: du's table in du's order, and fdu's own.
+fn option_tables(cmd: &Command) -> (Vec<Opt>, Vec<Opt>) {
+    let mut du = Vec::new();
+    let mut own = Vec::new();
+    for arg in cmd.get_arguments() {
+        let Some(first_short) = arg.get_short().or_else(|| arg.get_long().map(|_| '\0')) else {
+            continue; // the operands
+        };
+        let mut shorts: Vec<u8> = arg
+            .get_all_short_aliases()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c as u8)
+            .collect();
+        if first_short != '\0' {
+            shorts.insert(0, first_short as u8);
+        }
+        let takes = if !arg.get_action().takes_values() {
+            Takes::Nothing
+        } else if arg.get_num_args().is_some_and(|n| n.min_values() == 0) {
+            Takes::Optional
+        } else {
+            Takes::Value
+        };
+        let opt = Opt {
+            id: arg.get_id().to_string(),
+            long: arg.get_long().map(str::to_string),
+            shorts,
+            takes,
+        };
+        let is_du = match arg.get_long() {
+            Some(long) => DU_LONG.contains(&long),
+            None => opt.shorts.iter().all(|c| DU_SHORT.contains(c)),
+        };
+        if is_du {
+            du.push(opt);
+        } else {
+            own.push(opt);
+        }
+    }
+    // clap adds `--version` itself, when it builds the command.
+    if !du.iter().any(|o| o.long.as_deref() == Some("version")) {
+        du.push(Opt {
+            id: "version".into(),
+            long: Some("version".into()),
+            shorts: Vec::new(),
+            takes: Takes::Nothing,
+        });
+    }
+    let rank = |o: &Opt| {
+        o.long
+            .as_deref()
+            .and_then(|l| DU_LONG.iter().position(|d| *d == l))
+            .unwrap_or(DU_LONG.len())
+    };
+    du.sort_by_key(rank);
+    (du, own)
+}
+
+/// The command line as du's `getopt_long` reads it, spelled out in full
+/// for clap (see [`getopt`]); Err: getopt's words for what it refuses.
+pub fn normalize(args: &[OsString]) -> Result<getopt::Normalized, String> {
+    let (du_options, own) = option_tables(&command());
+    getopt::normalize(args, &du_options, &own)
+}
+
 pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
-    let m = match command().try_get_matches_from(&args) {
+    let cmd = command();
+    let (du_options, own) = option_tables(&cmd);
+    let normalized = getopt::normalize(&args, &du_options, &own).map_err(usage)?;
+    let long_spelled = normalized.long_spelled;
+    let args = normalized.args;
+    let m = match cmd.try_get_matches_from(&args) {
         Ok(m) => m,
         Err(e) => {
             use clap::error::ErrorKind;
@@ -119,17 +224,15 @@ pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
             return Err(usage(first));
         }
     };
-    settings(&m, &args).map(|s| Parsed::Run(Box::new(s)))
+    settings(&m, &long_spelled).map(|s| Parsed::Run(Box::new(s)))
 }
 
-/// An option as the user spelled it (du's messages name `-B` or `--block-size`).
-fn spelled(args: &[OsString], short: &'static str, long: &'static str) -> &'static str {
-    let long_used = args
+/// An option as the user last spelled it (du's messages name `-B` or `--block-size`).
+fn spelled(long_spelled: &[String], short: &'static str, long: &'static str) -> &'static str {
+    if long_spelled
         .iter()
-        .skip(1)
-        .take_while(|a| a.as_bytes() != b"--")
-        .any(|a| a.as_bytes().starts_with(long.as_bytes()));
-    if long_used {
+        .any(|id| long.strip_prefix("--") == Some(id.as_str()))
+    {
         long
     } else {
         short
@@ -189,7 +292,7 @@ fn bad_size(option: &str, value: &str, why: BadSize) -> UsageError {
     }
 }
 
-fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
+fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
     let flag = |id: &str| m.get_flag(id);
     let mut measure = if flag("apparent-size") {
         Measure::Apparent
@@ -243,6 +346,9 @@ fn settings(m: &ArgMatches, args: &[OsString]) -> Result<Settings, UsageError> {
             return Err(usage(format!(
                 "warning: summarizing conflicts with --max-depth={max_depth}"
             )));
+        }
+        if max_depth == 0 {
+            report("warning: summarizing is the same as using --max-depth=0");
         }
         max_depth = 0;
     }

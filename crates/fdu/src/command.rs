@@ -3,12 +3,12 @@
 //! the views after it.
 
 use std::ffi::OsStr;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::cli::UsageError;
-use crate::messages::{self, error_text, quote, report};
+use crate::messages::{self, error_text, quote, quotef, report};
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
 
@@ -57,50 +57,121 @@ pub fn trim_trailing_slashes(path: &mut Vec<u8>) {
 
 /// The operands: from the command line, from `--files0-from`, or `.`;
 /// and whether a name was bad (said already). Exits with du's status
-/// when the file cannot be read.
+/// when the file cannot be opened.
 pub fn read_operands(settings: &Settings) -> (Vec<Vec<u8>>, bool) {
     try_read_operands(settings).unwrap_or_else(|| std::process::exit(1))
 }
 
-/// [`read_operands`], `None` when the file cannot be read (said already).
+/// [`read_operands`], `None` when the file cannot be opened (said already).
 pub fn try_read_operands(settings: &Settings) -> Option<(Vec<Vec<u8>>, bool)> {
-    let Some(from) = &settings.files0_from else {
-        let ops = if settings.operands.is_empty() {
-            vec![b".".to_vec()]
-        } else {
-            settings.operands.clone()
+    let mut source = OperandSource::open(settings)?;
+    let ops = std::iter::from_fn(|| source.next_name()).collect();
+    Some((ops, source.failed()))
+}
+
+/// What reads a `--files0-from` list.
+type List = BufReader<Box<dyn Read>>;
+
+/// The operands one at a time, as du takes them: a `--files0-from` list
+/// is read name by name as it arrives (a pipe that never ends, a list of
+/// millions), never whole.
+pub struct OperandSource {
+    /// `--files0-from`: its name and what reads it.
+    list: Option<(Vec<u8>, List)>,
+    /// The command line's operands (or `.`).
+    given: std::vec::IntoIter<Vec<u8>>,
+    /// Names read from the list so far (du's messages number them).
+    number: u64,
+    failed: bool,
+}
+
+impl OperandSource {
+    /// `None` when the list cannot be opened (said already).
+    pub fn open(settings: &Settings) -> Option<OperandSource> {
+        let Some(from) = &settings.files0_from else {
+            let given = if settings.operands.is_empty() {
+                vec![b".".to_vec()]
+            } else {
+                settings.operands.clone()
+            };
+            return Some(OperandSource {
+                list: None,
+                given: given.into_iter(),
+                number: 0,
+                failed: false,
+            });
         };
-        return Some((ops, false));
-    };
-    let mut data = Vec::new();
-    let read = if from == b"-" {
-        std::io::stdin().read_to_end(&mut data)
-    } else {
-        std::fs::File::open(OsStr::from_bytes(from)).and_then(|mut f| f.read_to_end(&mut data))
-    };
-    if let Err(e) = read {
-        report(&format!("cannot open {} for reading: {}", quote(from), error_text(&e)));
-        return None;
-    }
-    let mut failed = false;
-    let mut ops = Vec::new();
-    let body = data.strip_suffix(b"\0").unwrap_or(&data);
-    if body.is_empty() {
-        return Some((ops, false));
-    }
-    for (n, name) in body.split(|&b| b == 0).enumerate() {
-        if name.is_empty() {
-            report(&format!(
-                "{}:{}: invalid zero-length file name",
-                String::from_utf8_lossy(from),
-                n + 1
-            ));
-            failed = true;
+        let reader: Box<dyn Read> = if from == b"-" {
+            Box::new(std::io::stdin())
         } else {
-            ops.push(name.to_vec());
+            match std::fs::File::open(OsStr::from_bytes(from)) {
+                Ok(file) => Box::new(file),
+                Err(e) => {
+                    report(&format!("cannot open {} for reading: {}", quote(from), error_text(&e)));
+                    return None;
+                }
+            }
+        };
+        Some(OperandSource {
+            list: Some((from.clone(), BufReader::new(reader))),
+            given: Vec::new().into_iter(),
+            number: 0,
+            failed: false,
+        })
+    }
+
+    /// The next name; a bad one is said and skipped.
+    pub fn next_name(&mut self) -> Option<Vec<u8>> {
+        let Some((from, reader)) = &mut self.list else {
+            return self.given.next();
+        };
+        loop {
+            let mut name = Vec::new();
+            match reader.read_until(0, &mut name) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(e) => {
+                    report(&format!("{}: read error: {}", quotef(from), error_text(&e)));
+                    self.failed = true;
+                    self.list = None;
+                    return None;
+                }
+            }
+            self.number += 1;
+            if name.last() == Some(&0) {
+                name.pop();
+            }
+            if name.is_empty() {
+                report(&format!(
+                    "{}:{}: invalid zero-length file name",
+                    quotef(from),
+                    self.number
+                ));
+                self.failed = true;
+            } else if from == b"-" && name == b"-" {
+                report(&format!(
+                    "when reading file names from stdin, no file name of {} allowed",
+                    quote(&name)
+                ));
+                self.failed = true;
+            } else {
+                return Some(name);
+            }
         }
     }
-    Some((ops, failed))
+
+    /// Whether the next name may wait on a read from the list (it is not
+    /// all buffered): what was found so far should be shown first.
+    pub fn may_wait(&self) -> bool {
+        self.list
+            .as_ref()
+            .is_some_and(|(_, reader)| !reader.buffer().contains(&0))
+    }
+
+    /// Whether a name was bad, or the list could not be read to its end.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
 }
 
 /// `-c`: du's last line, the grand total.

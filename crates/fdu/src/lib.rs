@@ -8,7 +8,8 @@
 //! `tests/layers.rs` checks it):
 //! - plain data and leaf helpers: [`settings`] (what a run is asked to do),
 //!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
-//!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`];
+//!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`],
+//!   [`getopt`] (the command line read as du's `getopt_long` reads it);
 //! - [`usage`] (what an entry counts for), [`output`] (stdout);
 //! - [`format`](mod@format) (how sizes and times are spelled), [`wire`]
 //!   (the messages between the ranks of an MPI job);
@@ -32,6 +33,7 @@ pub mod command;
 pub mod exclude;
 pub mod export;
 pub mod format;
+pub mod getopt;
 pub mod hardlinks;
 pub mod json;
 pub mod json_stream;
@@ -59,7 +61,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use cli::{Parsed, UsageError};
-use command::{finish_views, identities, read_operands, stat_operands, trim_trailing_slashes, usage_exit, write_total};
+use command::{
+    finish_views, identities, read_operands, stat_operands, trim_trailing_slashes, usage_exit, write_total,
+    OperandSource,
+};
 use messages::{error_text, quote, report};
 use output::Output;
 use scan::Scan;
@@ -117,41 +122,77 @@ fn scan_tree(settings: &Settings, progress: &'static progress::Progress) -> Opti
 }
 
 /// Scan every operand as du does: their lines go to stdout (or their
-/// trees to the run); true when one could not be read.
+/// trees to the run); true when one could not be read. A `--files0-from`
+/// list is measured name by name as it is read.
 fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (&'static Scan, bool) {
-    let (mut operands, failed) = read_operands(&settings);
-    operands.iter_mut().for_each(trim_trailing_slashes);
-    let metas = stat_operands(&operands, &settings);
+    let Some(mut source) = OperandSource::open(&settings) else {
+        std::process::exit(1)
+    };
+    let streaming = settings.files0_from.is_some();
+    // Operands on the command line are few: all are statted first, so
+    // that each knows which others lie inside it.
+    let mut given = Vec::new();
+    if !streaming {
+        given.extend(std::iter::from_fn(|| source.next_name()));
+        given.iter_mut().for_each(trim_trailing_slashes);
+    }
+    let metas = stat_operands(&given, &settings);
     let ids = identities(&metas);
-    let scan: &'static Scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
-        Ok(s) => Box::leak(Box::new(s)),
+    let scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
+        Ok(s) if streaming => s.streaming_operands(),
+        Ok(s) => s,
         Err(e) => usage_exit(UsageError {
             message: e,
             hint: false,
         }),
     };
+    let scan: &'static Scan = Box::leak(Box::new(scan));
     let run = &scan.run;
-    for (i, (op, meta)) in operands.iter().zip(&metas).enumerate() {
+    let measure = |i: usize, op: &[u8], meta: &command::OperandMeta| {
         let m = match meta {
             Ok(m) => m,
             Err(e) => {
                 run.cannot_access(op, e.as_ref());
-                continue;
+                return;
             }
         };
-        if scan.excluded(op) || !scan.begin_operand(i, ids[i]) {
-            continue;
+        let id = Some((m.dev, m.ino));
+        if scan.excluded(op) || !scan.begin_operand(i, id) {
+            return;
         }
         if m.is_dir() {
             scan.scan_dir(op, m);
         } else {
             scan.scan_file(op, m);
         }
-        if run.out.closed() {
-            break;
+    };
+    if streaming {
+        let mut i = 0;
+        loop {
+            // Lines found so far are shown before waiting for more names.
+            if source.may_wait() {
+                run.out.flush();
+            }
+            let Some(mut op) = source.next_name() else { break };
+            trim_trailing_slashes(&mut op);
+            let meta = stat_operands(std::slice::from_ref(&op), &run.settings).pop();
+            if let Some(meta) = meta {
+                measure(i, &op, &meta);
+            }
+            i += 1;
+            if run.out.closed() {
+                break;
+            }
+        }
+    } else {
+        for (i, (op, meta)) in given.iter().zip(&metas).enumerate() {
+            measure(i, op, meta);
+            if run.out.closed() {
+                break;
+            }
         }
     }
-    (scan, failed)
+    (scan, source.failed())
 }
 
 /// `-o FILE`: the one operand's tree in ncdu's format, to a file that

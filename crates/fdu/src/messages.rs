@@ -125,6 +125,21 @@ pub fn quote(name: &[u8]) -> String {
     s
 }
 
+/// A file name as coreutils' `quotef` shows it at the head of a message
+/// (`list:3: ...`): bare when the shell would take it as it is, else
+/// quoted as [`quote`] quotes.
+pub fn quotef(name: &[u8]) -> String {
+    let plain = !name.is_empty()
+        && name
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b"%+,-./:=@_^".contains(&b));
+    if plain {
+        String::from_utf8_lossy(name).into_owned()
+    } else {
+        quote(name)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +150,7 @@ mod tests {
         assert_eq!(quote(b"it's"), "'it'\\''s'");
         assert_eq!(quote(b"a\nb"), "'a'$'\\n''b'");
         assert_eq!(quote(b"bad\xff"), "'bad'$'\\377'");
+        assert_eq!(quotef(b"dir/list-1.txt"), "dir/list-1.txt");
+        assert_eq!(quotef(b"my list"), "'my list'");
     }
 }

@@ -69,6 +69,10 @@ impl Run {
     /// A file that could not be statted (`None`: a symlink to follow that
     /// leads nowhere, for which du gives no reason).
     pub fn cannot_access(&self, path: &[u8], err: Option<&std::io::Error>) {
+        // Only an operand can be empty, and du has words of its own for it.
+        if path.is_empty() {
+            return self.error("invalid zero-length file name");
+        }
         match err {
             Some(err) => self.error(&format!("cannot access {}: {}", quote(path), error_text(err))),
             None => self.error(&format!("cannot access {}", quote(path))),

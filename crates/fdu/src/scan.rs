@@ -94,6 +94,12 @@ impl Scan {
         })
     }
 
+    /// Operands come one at a time (`--files0-from`), none known ahead.
+    pub fn streaming_operands(mut self) -> Scan {
+        self.operands = Operands::streaming(self.run.settings.count_links);
+        self
+    }
+
     /// Subdirectories may be handed to other processes, through `relay`.
     pub fn with_relay(mut self, relay: Arc<Relay>) -> Scan {
         self.relay = Some(relay);

@@ -242,6 +242,71 @@ fn files0_from() {
     fs::write(dir.path().join("list"), b"t/a\0t/d\0missing\0").unwrap();
     same_as_du_in(&du, dir.path(), &["--files0-from=list"]);
     same_as_du_in(&du, dir.path(), &["-s", "--files0-from", "list"]);
+    // Empty names wherever they are (a lone NUL is one), and a list whose
+    // later names lie inside earlier ones (as `find -print0` writes it) or
+    // the other way round.
+    for (name, list) in [
+        ("one", &b"\0"[..]),
+        ("empty", b""),
+        ("mid", b"t/a\0\0t/d"),
+        ("tail", b"t/a\0\0"),
+        ("unended", b"t/a\0t/d"),
+        ("my list", b"\0"),
+        ("nested", b"t\0t/a\0t/a/b\0t/one\0t/links/orig\0t/d\0"),
+        ("deepest_first", b"t/a/b/big\0t/a/b\0t/links/same_dir\0t\0t/d\0"),
+    ] {
+        fs::write(dir.path().join(name), list).unwrap();
+        for args in [
+            &["--files0-from"][..],
+            &["-a", "--files0-from"],
+            &["-s", "-c", "--files0-from"],
+        ] {
+            let args: Vec<&str> = args.iter().copied().chain([name]).collect();
+            same_as_du_in(&du, dir.path(), &args);
+        }
+    }
+    same_as_du_in(&du, dir.path(), &["--files0-from=/"]);
+    same_as_du_in(&du, dir.path(), &["--files0-from=missing"]);
+}
+
+/// A list read from a pipe is answered name by name: the line of the
+/// first name comes out while the list is still open, and `-` is no name
+/// in a list read from stdin.
+#[test]
+fn files0_from_is_read_as_it_arrives() {
+    use std::io::{BufRead, Write};
+    use std::process::Stdio;
+    let dir = fixture();
+    let mut child = Command::new(FDU)
+        .args(["-s", "--files0-from=-"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut list = child.stdin.take().unwrap();
+    list.write_all(b"t/a\0").unwrap();
+    list.flush().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let _ = lines.send(line.unwrap());
+        }
+    });
+    let first = got.recv_timeout(std::time::Duration::from_secs(30));
+    assert!(first.as_deref().is_ok_and(|l| l.ends_with("\tt/a")), "{first:?}");
+    list.write_all(b"-\0t/d").unwrap();
+    drop(list);
+    let second = got.recv_timeout(std::time::Duration::from_secs(30));
+    assert!(second.as_deref().is_ok_and(|l| l.ends_with("\tt/d")), "{second:?}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("{FDU}: when reading file names from stdin, no file name of '-' allowed\n")
+    );
 }
 
 #[test]
@@ -484,6 +549,38 @@ fn messages_and_warnings_as_du_words_them() {
         &["--time", "--time-style=posix-iso", "-s", "t"],
         &["--time", "--time-style=lo", "-s", "t"],
         &["-s", "-d", "1", "t"],
+        // getopt_long's abbreviations and words (coreutils' tests/du/threshold.sh).
+        &["--sum", "t"],
+        &["--app", "-s", "t"],
+        &["--max=0", "t"],
+        &["--th=5000", "-a", "t"],
+        &["--th", "-5000", "-a", "t"],
+        &["--s", "t"],
+        &["--t", "t"],
+        &["--ti=atime", "t"],
+        &["--h", "t"],
+        &["--=x", "t"],
+        &["--ma"],
+        &["--thr"],
+        &["-d"],
+        &["-sd"],
+        &["-s", "-t"],
+        &["--files0-from"],
+        &["--all=3", "t"],
+        &["--al=3", "t"],
+        &["--foo=bar", "t"],
+        &["-y", "t"],
+        &["-sV", "t"],
+        &["-B", "-1", "t"],
+        &["--block=1x", "t"],
+        &["--time-s=iso", "--time", "-s", "t"],
+        &["-s", "-d", "0", "t"],
+        &["--max-depth=1", "--max-depth=0", "-s", "t"],
+        &["-sd0", "t"],
+        &["t", "-s"],
+        &["-s", "--", "-t"],
+        &["-s", "", "t"],
+        &["-s", ""],
     ] {
         let mut reference = du.command();
         reference.arg0("du");

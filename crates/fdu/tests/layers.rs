@@ -17,6 +17,7 @@ fn modules_import_only_downwards() {
                 "exclude",
                 "operands",
                 "progress",
+                "getopt",
             ],
             &["usage", "output"],
             &["format", "wire"],
