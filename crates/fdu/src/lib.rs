@@ -56,6 +56,7 @@ pub mod wire;
 
 use std::ffi::OsStr;
 use std::io::Read;
+use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::ExitCode;
@@ -72,6 +73,7 @@ use settings::{Settings, TreeOptions};
 
 /// The whole command: parse, scan (or read a saved tree), print.
 pub fn run() -> ExitCode {
+    output::hold_closed_stdout();
     let settings = match cli::parse(std::env::args_os().collect()) {
         Ok(Parsed::Run(s)) => *s,
         Ok(Parsed::Show(text)) => {
@@ -221,8 +223,11 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
         .as_ref()
         .is_some_and(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()));
     let result = if file == b"-" {
-        let stdout = std::io::stdout();
-        export::write(settings, root, &mut stdout.lock())
+        // Not Rust's `Stdout`, which takes a closed fd 1 for a success.
+        // SAFETY: fd 1 stays open (held by `hold_closed_stdout` if it was
+        // closed), and the `File` is never dropped, so never closes it.
+        let stdout = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(1) });
+        export::write(settings, root, &mut output::PipeWriter(&*stdout))
     } else if in_place {
         std::fs::OpenOptions::new()
             .write(true)

@@ -1,5 +1,11 @@
 use std::process::ExitCode;
 
+/// Whether stdout was closed must be seen before Rust's runtime opens
+/// /dev/null there.
+#[used]
+#[link_section = ".init_array"]
+static NOTE_CLOSED_STDOUT: extern "C" fn() = fdu::output::note_closed_stdout;
+
 fn main() -> ExitCode {
     if let Some(launched) = fnd_mpi::launch::launched() {
         #[cfg(feature = "mpi")]

@@ -4,6 +4,7 @@
 //! other than 0 of an MPI job the megabyte goes to rank 0 instead
 //! ([`Output::forwarded`]).
 
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Mutex, RwLock};
 
 use fnd_output::{SharedBuffer, Writer};
@@ -63,7 +64,7 @@ impl Output {
     /// Append whole lines; false when output has ended.
     pub fn write(&self, lines: &[u8]) -> bool {
         let Some(f) = &self.forward else {
-            return self.local.write(lines);
+            return self.local.write(lines) || self.ended();
         };
         let mut buf = f.buf.lock().unwrap_or_else(|e| e.into_inner());
         buf.extend_from_slice(lines);
@@ -80,8 +81,19 @@ impl Output {
                 f.send(&mut f.buf.lock().unwrap_or_else(|e| e.into_inner()));
                 true
             }
-            None => self.local.flush(),
+            None => self.local.flush() || self.ended(),
         }
+    }
+
+    /// Output ended: a reader that went away ends the process as it ends
+    /// du's, by SIGPIPE (`fdu | head -1` exits 141); a failed write is
+    /// said at [`finish`](Self::finish).
+    fn ended(&self) -> bool {
+        let writer = self.local.writer();
+        if writer.is_broken() && writer.failure().is_none() {
+            die_of_sigpipe();
+        }
+        false
     }
 
     /// True when a write failed for a reason other than a closed pipe.
@@ -114,6 +126,71 @@ impl Forward {
         if let Some(to) = &*self.to.read().unwrap_or_else(|e| e.into_inner()) {
             to(std::mem::take(buf));
         }
+    }
+}
+
+/// End the process as a write to a closed pipe ends du: by SIGPIPE (Rust
+/// ignores it, so that a write says EPIPE instead; du's shell expects the
+/// signal, `fdu | head -1` then exits 141).
+pub fn die_of_sigpipe() -> ! {
+    // SAFETY: plain signal calls, with no handler of ours involved.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        libc::raise(libc::SIGPIPE);
+    }
+    std::process::exit(128 + libc::SIGPIPE)
+}
+
+/// Whether fd 1 was closed when the process started.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Note whether stdout is closed, before Rust's runtime starts: it opens
+/// /dev/null on a closed fd 1, where fdu's lines would vanish with status
+/// 0 (the binary runs this from `.init_array`).
+pub extern "C" fn note_closed_stdout() {
+    // SAFETY: F_GETFD only reads the descriptor's flags.
+    if unsafe { libc::fcntl(1, libc::F_GETFD) } == -1 {
+        STDOUT_CLOSED.store(true, Relaxed);
+    }
+}
+
+/// With stdout closed (`fdu >&-`), fd 1 becomes /dev/null opened for
+/// reading, so that writes fail as they fail for du ("write error: Bad
+/// file descriptor", status 1), and no file fdu opens can take its place.
+pub fn hold_closed_stdout() {
+    use std::os::fd::AsRawFd;
+    if !STDOUT_CLOSED.load(Relaxed) {
+        return;
+    }
+    if let Ok(null) = rustix::fs::open("/dev/null", rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty()) {
+        // SAFETY: fd 1 holds only what the runtime put there for us.
+        unsafe { libc::dup2(null.as_raw_fd(), 1) };
+    }
+}
+
+/// A writer to stdout for `-o -` that dies of SIGPIPE, as [`Output`] does,
+/// when the reader has gone.
+pub struct PipeWriter<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for PipeWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).inspect_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                die_of_sigpipe();
+            }
+        })
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().inspect_err(|e| {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                die_of_sigpipe();
+            }
+        })
     }
 }
 

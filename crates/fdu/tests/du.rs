@@ -643,3 +643,56 @@ fn a_bind_mount_cycle_is_left_out_silently() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// Output that cannot be written ends as du's does: a reader that went
+/// away kills both by SIGPIPE (as started from a shell, with SIGPIPE's
+/// default action), and a closed stdout is "write error: Bad file
+/// descriptor" with status 1, also for `-o -`.
+#[test]
+fn a_closed_pipe_or_stdout_ends_as_du_ends() {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    use std::process::Stdio;
+    let Some(du) = references::gnu_du() else { return };
+    let dir = fixture();
+    let started = |mut cmd: Command, args: &[&str], stdout: Stdio, close_stdout: bool| {
+        cmd.args(args)
+            .current_dir(dir.path())
+            .stdout(stdout)
+            .stderr(Stdio::piped());
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+                if close_stdout {
+                    libc::close(1);
+                }
+                Ok(())
+            });
+        }
+        cmd.output().unwrap()
+    };
+    for args in [&["-a", "t"][..], &["--json", "t"], &["-o", "-", "t"]] {
+        let closed_pipe = || {
+            let (reader, writer) = rustix::pipe::pipe().unwrap();
+            drop(reader);
+            Stdio::from(writer)
+        };
+        let ours = started(Command::new(FDU), args, closed_pipe(), false);
+        assert_eq!(ours.status.signal(), Some(libc::SIGPIPE), "{args:?}: {ours:?}");
+        assert!(ours.stderr.is_empty(), "{args:?}");
+        let ours = started(Command::new(FDU), args, Stdio::inherit(), true);
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&ours.stderr),
+            format!("{FDU}: write error: Bad file descriptor\n"),
+            "{args:?}"
+        );
+        if args[0] == "-a" {
+            let theirs = started(du.command(), args, closed_pipe(), false);
+            assert_eq!(theirs.status.signal(), Some(libc::SIGPIPE));
+            let theirs = started(du.command(), args, Stdio::inherit(), true);
+            assert_eq!(theirs.status.code(), Some(1));
+            assert_eq!(stderr_lines(&theirs), stderr_lines(&ours));
+        }
+    }
+}
