@@ -282,16 +282,8 @@ fn show_export(file: &[u8], settings: Settings) -> ExitCode {
     if settings.browse {
         return browse::run(settings, export_tree);
     }
-    let data = match read_input(file) {
-        Ok(data) => data,
-        Err(code) => return code,
-    };
-    let export = match ncdu::read(&data, settings.measure) {
-        Ok(export) => export,
-        Err(e) => {
-            report(&format!("{}: not an export in ncdu's format: {e}", quote(file)));
-            return ExitCode::from(1);
-        }
+    let Some(export) = read_export(file, &settings) else {
+        return ExitCode::from(1);
     };
     let run = run::Run::new(settings, Output::stdout());
     export.replay(&run);
@@ -305,18 +297,23 @@ fn show_export(file: &[u8], settings: Settings) -> ExitCode {
     }
 }
 
+/// An export read as the settings count it; `None` when it cannot be
+/// read (the reason was reported).
+fn read_export(file: &[u8], settings: &Settings) -> Option<ncdu::Export> {
+    let data = read_input(file).ok()?;
+    match ncdu::read_counting(&data, settings.measure, settings.count_links) {
+        Ok(export) => Some(export),
+        Err(e) => {
+            report(&format!("{}: not an export in ncdu's format: {e}", quote(file)));
+            None
+        }
+    }
+}
+
 /// The browser's tree of an export (`-f FILE -i`); `None` when it cannot
 /// be read (the reason was reported).
 fn export_tree(settings: &Settings, _: &'static progress::Progress) -> Option<tree::Root> {
-    let file = settings.input_file.as_deref()?;
-    let data = read_input(file).ok()?;
-    let export = match ncdu::read(&data, settings.measure) {
-        Ok(export) => export,
-        Err(e) => {
-            report(&format!("{}: not an export in ncdu's format: {e}", quote(file)));
-            return None;
-        }
-    };
+    let export = read_export(settings.input_file.as_deref()?, settings)?;
     let run = run::Run::new(settings.clone(), Output::stdout());
     export.replay(&run);
     run.take_trees().into_iter().next()

@@ -64,10 +64,16 @@ struct Info {
 /// Read an export; `measure` picks what an entry counts for (`dsize`,
 /// `asize`, or one per entry with `--inodes`).
 pub fn read(text: &[u8], measure: Measure) -> Result<Export, String> {
-    read_export(&mut Reader::new(text), measure).map_err(|e| e.to_string())
+    read_counting(text, measure, false)
 }
 
-fn read_export(r: &mut Reader<'_>, measure: Measure) -> Result<Export, Error> {
+/// [`read`], with every link of a file counted when `count_links` (`-l`),
+/// as du counts them.
+pub fn read_counting(text: &[u8], measure: Measure, count_links: bool) -> Result<Export, String> {
+    read_export(&mut Reader::new(text), measure, count_links).map_err(|e| e.to_string())
+}
+
+fn read_export(r: &mut Reader<'_>, measure: Measure, count_links: bool) -> Result<Export, Error> {
     if r.next()? != Some(Event::BeginArray) {
         return Err(r.error("not an array (an ncdu export starts with [1,"));
     }
@@ -107,6 +113,7 @@ fn read_export(r: &mut Reader<'_>, measure: Measure) -> Result<Export, Error> {
                 // first of an inode counts. gdu marks only the links after
                 // the one it counted, and writes no `nlink`.
                 let repeated_link = !dir_entry_next
+                    && !count_links
                     && info.hard_link
                     && (info.nlink.is_none() || !counted_links.insert((dev, info.ino.unwrap_or(0))));
                 if keep && !repeated_link {
@@ -355,6 +362,9 @@ mod tests {
         assert_eq!(depths, [0, 1, 1, 1, 1, 2]);
         let inodes = read(NCDU, Measure::Inodes).unwrap();
         assert_eq!(inodes.items.iter().map(|i| i.own).sum::<u64>(), 6);
+        // With -l every link counts.
+        let every = read_counting(NCDU, Measure::Disk, true).unwrap();
+        assert_eq!(every.items.iter().map(|i| i.own).sum::<u64>(), 5 * 4096);
     }
 
     #[test]
