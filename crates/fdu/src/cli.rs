@@ -475,6 +475,49 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
             return Err(usage("--interactive browses one directory: give it at most one FILE"));
         }
     }
+    // A saved tree is shown as --tree shows a scan: what would choose or
+    // print anything else is refused rather than ignored.
+    const SAVED_TREE_TAKES: &[&str] = &[
+        "from-json",
+        "tree",
+        "tree-depth",
+        "tree-lines",
+        "human-readable",
+        "si",
+        "k",
+        "m",
+        "block-size",
+        "inodes",
+        "no-progress",
+        "threads",
+        "io-depth",
+    ];
+    if given(m, "from-json") {
+        if let Some(other) = first_given(m, |id| !SAVED_TREE_TAKES.contains(&id)) {
+            return Err(usage(format!(
+                "--from-json shows a saved tree as --tree does: it cannot be combined with {other}"
+            )));
+        }
+    }
+    // An export is read instead of scanning: nothing is scanned, and it is
+    // not written again.
+    const EXPORT_REFUSES: &[&str] = &[
+        "output-file",
+        "files",
+        "files0-from",
+        "exclude",
+        "exclude-from",
+        "one-file-system",
+        "dereference",
+        "dereference-args",
+    ];
+    if given(m, "input-file") {
+        if let Some(other) = first_given(m, |id| EXPORT_REFUSES.contains(&id)) {
+            return Err(usage(format!(
+                "--input-file reads an export instead of scanning: it cannot be combined with {other}"
+            )));
+        }
+    }
     Ok(Settings {
         operands,
         files0_from,
@@ -503,6 +546,25 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
         export_file: m.get_one::<OsString>("output-file").map(|s| s.as_bytes().to_vec()),
         progress: !flag("no-progress"),
         browse: flag("interactive"),
+    })
+}
+
+/// Whether an option was given on the command line.
+fn given(m: &ArgMatches, id: &str) -> bool {
+    m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+}
+
+/// The first option given on the command line (in the table's order) that
+/// `pick` picks, as a message names it.
+fn first_given(m: &ArgMatches, pick: impl Fn(&str) -> bool) -> Option<String> {
+    let cmd = command();
+    let arg = cmd
+        .get_arguments()
+        .find(|a| pick(a.get_id().as_str()) && given(m, a.get_id().as_str()))?;
+    Some(match (arg.get_long(), arg.get_short()) {
+        (Some(long), _) => format!("--{long}"),
+        (None, Some(short)) => format!("-{short}"),
+        (None, None) => "FILE operands".to_string(),
     })
 }
 

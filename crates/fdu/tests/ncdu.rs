@@ -87,6 +87,11 @@ fn ncdus_export_reads_as_du_measures_the_tree() {
             &["-b", "-a"],
             &["--apparent-size", "-h"],
             &["--inodes", "-a"],
+            // -l: every link of a file counts (the export marks them).
+            &["-l"],
+            &["-l", "-a"],
+            &["-l", "-s", "-b"],
+            &["-l", "--inodes", "-a"],
         ],
     );
     // The export from stdin, the same.
@@ -153,7 +158,16 @@ fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
     // Which link of a hard-linked file counts follows the export's order
     // (entries by name), not du's: totals are du's, per-directory lines
     // may differ where links are.
-    let cases: &[&[&str]] = &[&["-s"], &["-s", "-c"], &["-s", "-b"], &["-s", "--inodes"]];
+    let cases: &[&[&str]] = &[
+        &["-s"],
+        &["-s", "-c"],
+        &["-s", "-b"],
+        &["-s", "--inodes"],
+        // With -l every link counts, so every line is du's.
+        &["-l", "-a"],
+        &["-l", "-a", "-b"],
+        &["-l", "--inodes"],
+    ];
     same_as_du(&export, &root, dir.path(), cases);
     // To stdout, the same document but for its time stamp: entries come
     // by name, whatever order the walk found them in.
@@ -276,4 +290,65 @@ fn what_is_not_an_export_is_refused_in_one_line() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("No such file or directory"));
+}
+
+/// A saved tree (`--from-json`) is shown as `--tree` shows a scan, and an
+/// export (`-f`) is read instead of scanning: an option either would
+/// ignore is refused in one line (status 1), never dropped silently.
+#[test]
+fn saved_trees_and_exports_refuse_what_they_would_ignore() {
+    let dir = fixture();
+    let root = dir.path().join("t");
+    let saved = dir.path().join("t.json");
+    let export = dir.path().join("t.ncdu");
+    let written = Command::new(FDU).arg("--json").arg(&root).output().unwrap();
+    fs::write(&saved, &written.stdout).unwrap();
+    let mut cmd = Command::new(FDU);
+    cmd.arg("-o").arg(&export).arg(&root);
+    run(cmd, dir.path());
+    let refused = |args: &[&str], file: &Path, option: &str, what: &str, named: &str| {
+        let out = Command::new(FDU)
+            .arg(option)
+            .arg(file)
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            text.lines().next().unwrap_or(""),
+            format!("{FDU}: {what}: it cannot be combined with {named}"),
+            "{args:?}"
+        );
+        assert!(!dir.path().join("out").exists(), "{args:?} wrote a file");
+    };
+    let saved_tree = "--from-json shows a saved tree as --tree does";
+    for (args, named) in [
+        (&["-s"][..], "--summarize"),
+        (&["-a"], "--all"),
+        (&["-d", "1"], "--max-depth"),
+        (&["--json"], "--json"),
+        (&["-o", "out"], "--output-file"),
+        (&["-f", "x"], "--input-file"),
+        (&["t"], "FILE operands"),
+    ] {
+        refused(args, &saved, "--from-json", saved_tree, named);
+    }
+    let export_read = "--input-file reads an export instead of scanning";
+    for (args, named) in [
+        (&["-o", "out"][..], "--output-file"),
+        (&["t"], "FILE operands"),
+        (&["-x"], "--one-file-system"),
+        (&["--exclude=a"], "--exclude"),
+    ] {
+        refused(args, &export, "-f", export_read, named);
+    }
+    // What each does take still works.
+    for args in [&["--tree", "-n", "3"][..], &["-h", "--tree-depth", "1"]] {
+        let mut cmd = Command::new(FDU);
+        cmd.arg("--from-json").arg(&saved).args(args);
+        assert!(!run(cmd, dir.path()).stdout.is_empty(), "{args:?}");
+    }
 }
