@@ -6,6 +6,8 @@
 //!
 //! The modules, bottom first (each uses only those above it in this list;
 //! `tests/layers.rs` checks it):
+//! - [`interrupt`]: what a signal that ends fdu undoes first (a temporary
+//!   file of `-o`, the progress line);
 //! - plain data and leaf helpers: [`settings`] (what a run is asked to do),
 //!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
 //!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`],
@@ -35,6 +37,7 @@ pub mod export;
 pub mod format;
 pub mod getopt;
 pub mod hardlinks;
+pub mod interrupt;
 pub mod json;
 pub mod json_stream;
 pub mod messages;
@@ -58,6 +61,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -240,14 +244,39 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        tempfile::NamedTempFile::new_in(dir)
-            .map_err(|e| format!("cannot create {}: {}", quote(file), error_text(&e)))
-            .and_then(|mut temp| {
-                let complete = export::write(settings, root, &mut std::io::BufWriter::new(temp.as_file_mut()))?;
-                temp.persist(target)
-                    .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e.error)))?;
-                Ok(complete)
-            })
+        // The file keeps its mode (a new one gets 0666 less the umask, as
+        // ncdu's would); a directory fdu cannot add the temporary file to
+        // is no reason to fail: the file is then written in place, as
+        // ncdu writes it.
+        let mode = std::fs::metadata(target).ok().map(|m| m.permissions().mode() & 0o7777);
+        match tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
+            .tempfile_in(dir)
+        {
+            Ok(mut temp) => {
+                interrupt::remove_on_signal(temp.path());
+                let result = (|| {
+                    if let Some(mode) = mode {
+                        temp.as_file()
+                            .set_permissions(std::fs::Permissions::from_mode(mode))
+                            .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e)))?;
+                    }
+                    let complete = export::write(settings, root, &mut std::io::BufWriter::new(temp.as_file_mut()))?;
+                    temp.persist(target)
+                        .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e.error)))?;
+                    Ok(complete)
+                })();
+                interrupt::keep_temp();
+                result
+            }
+            Err(_) => std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(target)
+                .map_err(|e| format!("cannot write {}: {}", quote(file), error_text(&e)))
+                .and_then(|out| export::write(settings, root, &mut std::io::BufWriter::new(out))),
+        }
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

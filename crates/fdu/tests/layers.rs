@@ -9,6 +9,7 @@ fn modules_import_only_downwards() {
     fnd_test_support::layers::assert_layered(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
         &[
+            &["interrupt"],
             &[
                 "settings",
                 "messages",

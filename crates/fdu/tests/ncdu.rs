@@ -352,3 +352,105 @@ fn saved_trees_and_exports_refuse_what_they_would_ignore() {
         assert!(!run(cmd, dir.path()).stdout.is_empty(), "{args:?}");
     }
 }
+
+/// `-o FILE` keeps an existing file's mode (a new one gets 0666 less the
+/// umask), as ncdu does, and writes a file it may write in a directory
+/// it may not add to, in place, as ncdu does.
+#[test]
+fn an_export_keeps_the_mode_and_writes_where_it_may() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
+    let dir = fixture();
+    let root = dir.path().join("t");
+    let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let export = |file: &Path| {
+        let mut cmd = Command::new(FDU);
+        cmd.arg("-o").arg(file).arg(&root);
+        // SAFETY: umask is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::umask(0o022);
+                Ok(())
+            });
+        }
+        run(cmd, dir.path());
+    };
+    let new = dir.path().join("new.json");
+    export(&new);
+    assert_eq!(mode(&new), 0o644);
+    for kept in [0o640, 0o604, 0o600, 0o666] {
+        fs::set_permissions(&new, fs::Permissions::from_mode(kept)).unwrap();
+        export(&new);
+        assert_eq!(mode(&new), kept, "{kept:o}");
+    }
+    if !fnd_test_support::hostile::nobody_available() {
+        return;
+    }
+    // A directory nobody may not add to, holding a file nobody may write.
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let locked = dir.path().join("locked");
+    fs::create_dir(&locked).unwrap();
+    let theirs = locked.join("export.json");
+    fs::write(&theirs, b"old").unwrap();
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o666)).unwrap();
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o555)).unwrap();
+    let out_arg = theirs.to_str().unwrap();
+    let Some(out) = fnd_test_support::hostile::as_nobody(FDU, &["-o", out_arg], &root) else {
+        return;
+    };
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(fs::read(&theirs).unwrap().starts_with(b"[1,"));
+    assert_eq!(mode(&theirs), 0o666);
+    assert_eq!(fs::read_dir(&locked).unwrap().count(), 1);
+    // A file that is not there cannot be made there: one line, status 1.
+    let missing = locked.join("new.json");
+    let out = fnd_test_support::hostile::as_nobody(FDU, &["-o", missing.to_str().unwrap()], &root).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+/// SIGINT, SIGTERM or SIGHUP during `-o FILE` leave nothing beside FILE:
+/// the temporary file goes, and fdu dies of the signal. Each directory
+/// read is slowed down (strace's fault injection) so that the signal
+/// comes mid-walk.
+#[test]
+fn a_signal_during_an_export_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let Some(strace) = references::strace() else { return };
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let dir = fixture();
+        let out_dir = dir.path().join("out");
+        fs::create_dir(&out_dir).unwrap();
+        let mut tracer = strace
+            .command()
+            .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=getdents64"])
+            .args(["-e", "inject=getdents64:delay_enter=300000", FDU, "-o"])
+            .arg(out_dir.join("export.json"))
+            .arg(dir.path().join("t"))
+            .spawn()
+            .unwrap();
+        let children = format!("/proc/{0}/task/{0}/children", tracer.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let (pid, temp_seen) = loop {
+            let pid: Option<i32> = fs::read_to_string(&children)
+                .ok()
+                .and_then(|s| s.split_whitespace().next().and_then(|p| p.parse().ok()));
+            let temp = fs::read_dir(&out_dir).unwrap().count() > 0;
+            if let (Some(pid), true) = (pid, temp) {
+                break (pid, true);
+            }
+            assert!(std::time::Instant::now() < deadline, "fdu never started its export");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert!(temp_seen);
+        // SAFETY: a signal to the child the tracer started.
+        unsafe { libc::kill(pid, signal) };
+        let status = tracer.wait().unwrap();
+        let left: Vec<_> = fs::read_dir(&out_dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "signal {signal} left {left:?}");
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+    }
+}
