@@ -1,5 +1,6 @@
 //! A progress line on stderr during long scans: only when stderr is a
-//! terminal, only after the scan has run for a moment, gone when it ends.
+//! terminal, only after the scan has run for a moment, gone when it ends
+//! (and when a signal ends fdu: see [`crate::interrupt`]).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -61,6 +62,8 @@ impl Ticker {
                 indicatif::ProgressStyle::with_template("{spinner} {msg}")
                     .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
             );
+            // Ctrl-C must not leave the line on the screen.
+            crate::interrupt::progress_shown(true);
             loop {
                 let entries = progress.entries.load(Relaxed);
                 let bytes = progress.bytes.load(Relaxed);
@@ -71,6 +74,7 @@ impl Ticker {
                 }
             }
             bar.finish_and_clear();
+            crate::interrupt::progress_shown(false);
         });
         Some(Ticker {
             stop,

@@ -446,6 +446,51 @@ fn no_progress_when_stderr_is_not_a_terminal() {
     assert!(out.stderr.is_empty());
 }
 
+/// Ctrl-C during a scan on a terminal clears the progress line before
+/// fdu dies of SIGINT. The terminal is `script`'s pseudo-terminal; the
+/// scan waits for names from it (`--files0-from=-`) long enough for the
+/// line to be drawn, then Ctrl-C is typed.
+#[test]
+fn ctrl_c_clears_the_progress_line() {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    if Command::new("script").arg("--version").output().is_err() {
+        references::skip("script (util-linux) is not installed: no terminal to draw a progress line on");
+        return;
+    }
+    let dir = fixture();
+    let mut script = Command::new("script")
+        .args(["-qfec", &format!("{FDU} --files0-from=-"), "/dev/null"])
+        .current_dir(dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut keys = script.stdin.take().unwrap();
+    let mut screen = script.stdout.take().unwrap();
+    let reading = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        let _ = screen.read_to_end(&mut all);
+        all
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    keys.write_all(b"\x03").unwrap();
+    keys.flush().unwrap();
+    let status = script.wait().unwrap();
+    drop(keys);
+    let all = reading.join().unwrap();
+    let text = String::from_utf8_lossy(&all);
+    let Some(drawn) = text.rfind("entries") else {
+        panic!("no progress line was drawn: {text:?}");
+    };
+    assert!(
+        text[drawn..].contains("\r\x1b[2K"),
+        "the progress line stayed: {:?}",
+        &text[drawn..]
+    );
+    assert_eq!(status.code(), Some(128 + 2), "fdu dies of SIGINT");
+}
+
 /// gnulib's fts reads a directory of more than 10 000 entries whole and
 /// visits it in inode order (except on NFS, CIFS, tmpfs): which hard link du
 /// meets first, and so which directory's line counts it, follows that order.
