@@ -61,7 +61,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -248,7 +248,8 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
         // ncdu's would); a directory fdu cannot add the temporary file to
         // is no reason to fail: the file is then written in place, as
         // ncdu writes it.
-        let mode = std::fs::metadata(target).ok().map(|m| m.permissions().mode() & 0o7777);
+        let old = std::fs::metadata(target).ok();
+        let mode = old.as_ref().map(|m| m.permissions().mode() & 0o7777);
         match tempfile::Builder::new()
             .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
             .tempfile_in(dir)
@@ -256,6 +257,10 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
             Ok(mut temp) => {
                 interrupt::remove_on_signal(temp.path());
                 let result = (|| {
+                    if let Some(old) = &old {
+                        // Its owner too, where fdu may give it (as root).
+                        let _ = std::os::unix::fs::fchown(temp.as_file(), Some(old.uid()), Some(old.gid()));
+                    }
                     if let Some(mode) = mode {
                         temp.as_file()
                             .set_permissions(std::fs::Permissions::from_mode(mode))
@@ -268,6 +273,9 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
                 })();
                 interrupt::keep_temp();
                 result
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::PermissionDenied => {
+                Err(format!("cannot create {}: {}", quote(file), error_text(&e)))
             }
             Err(_) => std::fs::OpenOptions::new()
                 .write(true)

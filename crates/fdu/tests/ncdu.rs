@@ -383,6 +383,14 @@ fn an_export_keeps_the_mode_and_writes_where_it_may() {
         export(&new);
         assert_eq!(mode(&new), kept, "{kept:o}");
     }
+    // As root, its owner stays too.
+    if rustix::process::geteuid().is_root() {
+        use std::os::unix::fs::MetadataExt;
+        std::os::unix::fs::chown(&new, Some(65534), Some(65534)).unwrap();
+        export(&new);
+        let owner = fs::metadata(&new).unwrap();
+        assert_eq!((owner.uid(), owner.gid()), (65534, 65534));
+    }
     if !fnd_test_support::hostile::nobody_available() {
         return;
     }
