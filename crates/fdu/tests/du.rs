@@ -260,6 +260,7 @@ fn files0_from() {
             &["--files0-from"][..],
             &["-a", "--files0-from"],
             &["-s", "-c", "--files0-from"],
+            &["-l", "-a", "--files0-from"],
         ] {
             let args: Vec<&str> = args.iter().copied().chain([name]).collect();
             same_as_du_in(&du, dir.path(), &args);
