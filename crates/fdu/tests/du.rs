@@ -742,3 +742,40 @@ fn a_closed_pipe_or_stdout_ends_as_du_ends() {
         }
     }
 }
+
+/// The shape of coreutils' `tests/du/threshold.sh`: files of 0 to 4
+/// bytes in two directories, `-B1` with `--app`, `-S`, `-a`, `-s` and
+/// thresholds around those sizes, options abbreviated as that test
+/// abbreviates them.
+#[test]
+fn threshold_with_abbreviated_options() {
+    let Some(du) = references::gnu_du() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["a/b", "a/c"] {
+        fs::create_dir_all(dir.path().join(d)).unwrap();
+    }
+    for (i, name) in ["a/b/0", "a/b/1", "a/b/2", "a/c/3", "a/c/4"].iter().enumerate() {
+        fs::write(dir.path().join(name), vec![b'x'; i]).unwrap();
+    }
+    for base in [&["-B1", "--app"][..], &["-B1"], &["-B1", "--apparent"]] {
+        for shape in [
+            &[][..],
+            &["-a"],
+            &["-S"],
+            &["-a", "-S"],
+            &["--sum"],
+            &["--max=0"],
+            &["--max=1"],
+        ] {
+            for threshold in ["--th=0", "--th=1", "--thr=-1", "--th", "-t3", "-t-2"] {
+                let mut args: Vec<&str> = base.iter().chain(shape).copied().collect();
+                args.push(threshold);
+                if threshold == "--th" {
+                    args.push("2");
+                }
+                args.push("a");
+                same_as_du_in(&du, dir.path(), &args);
+            }
+        }
+    }
+}
