@@ -81,8 +81,22 @@ pub fn run() -> ExitCode {
     let settings = match cli::parse(std::env::args_os().collect()) {
         Ok(Parsed::Run(s)) => *s,
         Ok(Parsed::Show(text)) => {
-            let _ = text.print();
-            return ExitCode::SUCCESS;
+            // Through fdu's writer, not Rust's `Stdout`: a closed stdout is
+            // du's "write error", not a success.
+            let out = Output::stdout();
+            let text = text.render();
+            let text = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+                text.ansi().to_string()
+            } else {
+                text.to_string()
+            };
+            out.write(text.as_bytes());
+            out.finish();
+            return if out.failed() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
         Err(e) => usage_exit(e),
     };

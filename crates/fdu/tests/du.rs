@@ -741,6 +741,13 @@ fn a_closed_pipe_or_stdout_ends_as_du_ends() {
             assert_eq!(stderr_lines(&theirs), stderr_lines(&ours));
         }
     }
+    for args in [&["--help"][..], &["--version"]] {
+        let ours = started(Command::new(FDU), args, Stdio::inherit(), true);
+        let theirs = started(du.command(), args, Stdio::inherit(), true);
+        assert_eq!(ours.status.code(), Some(1), "{args:?}");
+        assert_eq!(theirs.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr_lines(&theirs), stderr_lines(&ours), "{args:?}");
+    }
 }
 
 /// The shape of coreutils' `tests/du/threshold.sh`: files of 0 to 4
