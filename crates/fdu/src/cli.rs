@@ -13,7 +13,8 @@ use crate::messages::{error_text, program_name, quote, quote_value, report};
 use crate::output::terminal_size;
 use crate::settings::{Follow, Measure, Settings, SizeFormat, Threshold, TimeFormat, TimeKind, TreeOptions};
 
-/// A usage error: du prints `du: MESSAGE`, then a hint to `--help`, exit 1.
+/// A usage error: du prints `du: MESSAGE` (none when empty: it was said
+/// already), then a hint to `--help`, exit 1.
 #[derive(Debug)]
 pub struct UsageError {
     pub message: String,
@@ -209,6 +210,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
     let cmd = command();
     let (du_options, own) = option_tables(&cmd);
     let normalized = getopt::normalize(&args, &du_options, &own).map_err(usage)?;
+    check_in_order(&normalized.given)?;
     let long_spelled = normalized.long_spelled;
     let args = normalized.args;
     let m = match cmd.try_get_matches_from(&args) {
@@ -225,6 +227,37 @@ pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
         }
     };
     settings(&m, &long_spelled).map(|s| Parsed::Run(Box::new(s)))
+}
+
+/// du reads its options in order: a bad `-B` or `-t` value ends it there
+/// (the first one given is the one named), and a bad `-d` is said and
+/// ends it with the usage hint once all are read.
+fn check_in_order(given: &[getopt::Given]) -> Result<(), UsageError> {
+    let mut bad_depth = false;
+    for g in given {
+        let value = String::from_utf8_lossy(g.value.as_deref().unwrap_or_default());
+        let name = |short: &'static str, long: &'static str| if g.long { long } else { short };
+        match g.id.as_str() {
+            "max-depth" if value.parse::<usize>().is_err() => {
+                report(&format!("invalid maximum depth {}", quote_value(&value)));
+                bad_depth = true;
+            }
+            "block-size" => {
+                SizeFormat::parse(&value).map_err(|why| bad_size(name("-B", "--block-size"), &value, why))?;
+            }
+            "threshold" => match parse_threshold(&value) {
+                Ok(Threshold::AtMost(0)) => return Err(invalid("invalid --threshold argument '-0'")),
+                Ok(_) => {}
+                Err(why) => return Err(bad_size(name("-t", "--threshold"), &value, why)),
+            },
+            _ => {}
+        }
+    }
+    if bad_depth {
+        // Said already: only the hint is left.
+        return Err(usage(String::new()));
+    }
+    Ok(())
 }
 
 /// An option as the user last spelled it (du's messages name `-B` or `--block-size`).
@@ -600,6 +633,14 @@ fn parse_threshold(t: &str) -> Result<Threshold, BadSize> {
     // zero block size, a threshold takes it.
     let number = &digits[..digits.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(digits.len())];
     let unit = &digits[number.len()..];
+    // du reads -t with fewer units than -B: no lowercase but k and m.
+    if unit.chars().next().is_some_and(|c| !"kKmMGTPEZY".contains(c)) {
+        return Err(if number.is_empty() {
+            BadSize::Invalid
+        } else {
+            BadSize::InvalidSuffix
+        });
+    }
     if !number.is_empty()
         && number.bytes().all(|b| b == b'0')
         && (unit.is_empty() || SizeFormat::parse(&format!("1{unit}")).is_ok())

@@ -14,7 +14,9 @@ use crate::settings::{Follow, Settings};
 
 /// Bad usage: du's message, its hint, exit status 1.
 pub fn usage_exit(e: UsageError) -> ! {
-    report(&e.message);
+    if !e.message.is_empty() {
+        report(&e.message);
+    }
     if e.hint {
         messages::usage_hint();
     }

@@ -77,24 +77,28 @@ fn parse_unit(unit: &str) -> Result<(u64, String), BadSize> {
     }
     let mut chars = unit.chars();
     let letter = chars.next().ok_or(BadSize::Invalid)?;
+    // gnulib's xstrtol as du 9.1 calls it: a letter outside its valid
+    // suffixes is no unit at all; one inside them that it has no unit for
+    // (`e`, `p`, `y`, `z`), or a unit followed by more, is a bad suffix.
+    if !"eEgGkKmMpPtTyYzZ".contains(letter) {
+        return Err(BadSize::Invalid);
+    }
     let power = match letter {
         'k' | 'K' => 1,
         'm' | 'M' => 2,
         'g' | 'G' => 3,
         't' | 'T' => 4,
         'P' => 5,
-        'e' | 'E' => 6,
+        'E' => 6,
         'Z' => 7,
         'Y' => 8,
-        'R' => 9,
-        'Q' => 10,
-        _ => return Err(BadSize::Invalid),
+        _ => return Err(BadSize::InvalidSuffix),
     };
     let (base, tail) = match chars.as_str() {
         "" => (1024u64, ""),
         "B" => (1000, "B"),
         "iB" => (1024, "iB"),
-        _ => return Err(BadSize::Invalid),
+        _ => return Err(BadSize::InvalidSuffix),
     };
     let scale = (0..power)
         .try_fold(1u64, |acc, _| acc.checked_mul(base))
@@ -281,6 +285,14 @@ mod tests {
         assert_eq!(SizeFormat::parse(""), Err(BadSize::Invalid));
         assert_eq!(SizeFormat::parse("x"), Err(BadSize::Invalid));
         assert_eq!(SizeFormat::parse("1x"), Err(BadSize::InvalidSuffix));
+        // As du 9.1: no R or Q, no lowercase e, p, y, z, nothing after a unit.
+        for bad in ["e", "1e", "p", "y", "z", "KX", "KiBx", "1KX"] {
+            assert_eq!(SizeFormat::parse(bad), Err(BadSize::InvalidSuffix), "{bad}");
+        }
+        for bad in ["R", "Q", "iB"] {
+            assert_eq!(SizeFormat::parse(bad), Err(BadSize::Invalid), "{bad}");
+        }
+        assert_eq!(SizeFormat::parse("1R"), Err(BadSize::InvalidSuffix));
         assert!(SizeFormat::parse("foo").is_err());
     }
 }

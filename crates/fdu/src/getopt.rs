@@ -43,6 +43,18 @@ pub struct Opt {
 pub struct Normalized {
     pub args: Vec<OsString>,
     pub long_spelled: Vec<String>,
+    /// Every option given, in order, with its value (du reads them in
+    /// order, and the first bad value is the one it names).
+    pub given: Vec<Given>,
+}
+
+/// One option as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Given {
+    pub id: String,
+    /// Spelled by its long name (abbreviated or not).
+    pub long: bool,
+    pub value: Option<Vec<u8>>,
 }
 
 /// `args` (with the program first) against `du_options` (du's table, in
@@ -53,11 +65,17 @@ pub fn normalize(args: &[OsString], du_options: &[Opt], own: &[Opt]) -> Result<N
     let mut out: Vec<OsString> = args.iter().take(1).cloned().collect();
     let mut operands: Vec<OsString> = Vec::new();
     let mut long_spelled: Vec<String> = Vec::new();
-    let mut spelled_as = |id: &str, long: bool| {
+    let mut given: Vec<Given> = Vec::new();
+    let mut spelled_as = |id: &str, long: bool, value: Option<&[u8]>| {
         long_spelled.retain(|s| s != id);
         if long {
             long_spelled.push(id.to_string());
         }
+        given.push(Given {
+            id: id.to_string(),
+            long,
+            value: value.map(<[u8]>::to_vec),
+        });
     };
     let all = || du_options.iter().chain(own);
     let mut i = 1;
@@ -87,7 +105,7 @@ pub fn normalize(args: &[OsString], du_options: &[Opt], own: &[Opt]) -> Result<N
                 (_, value) => value,
             };
             out.push(spelled_out(opt, value));
-            spelled_as(&opt.id, true);
+            spelled_as(&opt.id, true, value);
             continue;
         }
         if arg.len() < 2 || arg[0] != b'-' {
@@ -118,14 +136,14 @@ pub fn normalize(args: &[OsString], du_options: &[Opt], own: &[Opt]) -> Result<N
                     }
                 };
                 out.push(spelled_out(opt, Some(value)));
-                spelled_as(&opt.id, false);
+                spelled_as(&opt.id, false, Some(value));
                 break;
             }
             out.push(match &opt.long {
                 Some(_) => spelled_out(opt, None),
                 None => OsString::from_vec(vec![b'-', c]),
             });
-            spelled_as(&opt.id, false);
+            spelled_as(&opt.id, false, None);
         }
     }
     if !operands.is_empty() {
@@ -135,6 +153,7 @@ pub fn normalize(args: &[OsString], du_options: &[Opt], own: &[Opt]) -> Result<N
     Ok(Normalized {
         args: out,
         long_spelled,
+        given,
     })
 }
 

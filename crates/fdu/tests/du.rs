@@ -627,6 +627,25 @@ fn messages_and_warnings_as_du_words_them() {
         &["-s", "--", "-t"],
         &["-s", "", "t"],
         &["-s", ""],
+        // Options are read in order: the first bad value is the one named.
+        &["-d", "x", "-B", "y", "t"],
+        &["-B", "e", "t"],
+        &["-B", "1e", "t"],
+        &["-B", "KX", "t"],
+        &["-B", "R", "t"],
+        &["-t", "1Q", "t"],
+        &["-t", "p", "t"],
+        &["-t", "1g", "t"],
+        &["-t", "1t", "t"],
+        &["-t", "1k", "t"],
+        &["-t", "g", "t"],
+        &["-B", "y", "-d", "x", "t"],
+        &["-t", "x", "-d", "y", "t"],
+        &["-d", "y", "-t", "x", "t"],
+        &["-B", "1x", "--block-size=2x", "t"],
+        &["--th=1x", "-t", "2x", "t"],
+        &["-d", "1", "-d", "x", "t"],
+        &["-d", "x", "-d", "y", "-s", "t"],
     ] {
         let mut reference = du.command();
         reference.arg0("du");
