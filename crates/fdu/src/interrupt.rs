@@ -55,6 +55,36 @@ fn install() {
     });
 }
 
+/// The signals held back on this thread (and the handler installed)
+/// while the guard lives: made and registered under it, a temporary file
+/// has no moment in which a signal would leave it behind. A signal that
+/// came meanwhile arrives when the guard is dropped.
+pub struct Held {
+    old: libc::sigset_t,
+}
+
+pub fn hold_signals() -> Held {
+    install();
+    // SAFETY: plain signal-mask calls on this thread's mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for signal in SIGNALS {
+            libc::sigaddset(&mut set, signal);
+        }
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        Held { old }
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved above.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, ptr::null_mut()) };
+    }
+}
+
 /// Remove `path` if a signal ends fdu before [`keep_temp`] is called.
 pub fn remove_on_signal(path: &Path) {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {

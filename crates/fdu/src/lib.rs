@@ -264,12 +264,18 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
         // ncdu writes it.
         let old = std::fs::metadata(target).ok();
         let mode = old.as_ref().map(|m| m.permissions().mode() & 0o7777);
-        match tempfile::Builder::new()
-            .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
-            .tempfile_in(dir)
-        {
-            Ok(mut temp) => {
+        let made = {
+            let _held = interrupt::hold_signals();
+            let made = tempfile::Builder::new()
+                .permissions(std::fs::Permissions::from_mode(mode.unwrap_or(0o666)))
+                .tempfile_in(dir);
+            if let Ok(temp) = &made {
                 interrupt::remove_on_signal(temp.path());
+            }
+            made
+        };
+        match made {
+            Ok(mut temp) => {
                 let result = (|| {
                     if let Some(old) = &old {
                         // Its owner too, where fdu may give it (as root).
