@@ -338,7 +338,6 @@ pub struct Cli {
     #[arg(long, value_name = "ms", hide = true)]
     pub max_buffer_time: Option<u64>,
 
-    /// Do not descend into other file systems (aliases: --mount, --xdev).
     /// Build an index of each path (default: the working directory) for --indexed
     #[arg(long, conflicts_with = "indexed")]
     pub build_index: bool,
@@ -352,6 +351,7 @@ pub struct Cli {
     #[arg(long, value_name = "file", hide_short_help = true)]
     pub index_file: Option<PathBuf>,
 
+    /// Do not descend into other file systems (aliases: --mount, --xdev).
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,
 
