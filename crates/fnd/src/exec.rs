@@ -392,7 +392,12 @@ impl ExecSender {
             return true;
         }
         self.results = 0;
-        self.tx.send(std::mem::take(&mut self.pending)).is_ok()
+        // The next message will be about as big: no regrowing from empty.
+        let next = Jobs {
+            bytes: Vec::with_capacity(self.pending.bytes.len()),
+            ends: Vec::with_capacity(self.pending.ends.len()),
+        };
+        self.tx.send(std::mem::replace(&mut self.pending, next)).is_ok()
     }
 }
 
