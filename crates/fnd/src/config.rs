@@ -238,7 +238,7 @@ fn output(cli: &Cli, threads: usize, path_style: PathStyle, env: &OutputEnv) -> 
                 .hyperlink
                 .enabled(colored && !cli.json)
                 .then(|| Hyperlinks::on_host(&env.hostname)),
-            escape: terminal && !cli.json,
+            escape: terminal,
             format: cli.format.as_deref().map(Template::parse),
             json: cli.json,
         }),

@@ -15,27 +15,50 @@
 //! instead of `text`, which leaves a reader that wants text with nothing.
 //!
 //! Each record is written field by field into the thread's output buffer,
-//! as a plain line is: no allocation per result, no serializer.
+//! as a plain line is: no allocation per result, no serializer. On a
+//! terminal, DEL and the C1 controls in names are `\u` escapes too, as
+//! control characters are in every listing there.
 
 use std::io::Write as _;
 
-use fnd_output::json::{push_base64, push_string};
+use fnd_output::json::{push_base64, push_string, push_string_for_terminal};
 use fnd_walk::{FileType, Metadata};
 
 use crate::format::{metadata, push_group_name, push_link_target, push_perms, push_user_name};
 use crate::found::Found;
 
-/// A thread's reused buffers for one record's parts.
+/// A thread's reused buffer for one record's parts, and how strings are
+/// written.
 #[derive(Default)]
 pub struct JsonScratch {
     text: Vec<u8>,
+    /// Output is a terminal.
+    terminal: bool,
+}
+
+impl JsonScratch {
+    pub fn new(terminal: bool) -> JsonScratch {
+        JsonScratch {
+            text: Vec::new(),
+            terminal,
+        }
+    }
+}
+
+/// A JSON string, made safe for a terminal when output is one.
+fn push_text(terminal: bool, out: &mut Vec<u8>, s: &str) {
+    if terminal {
+        push_string_for_terminal(out, s);
+    } else {
+        push_string(out, s);
+    }
 }
 
 /// Append the record of `entry`, whose path as printed is `path`, and its
 /// newline.
 pub fn push_record(entry: &impl Found, path: &[u8], scratch: &mut JsonScratch, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"path\":");
-    push_path(out, path);
+    push_path(scratch.terminal, out, path);
     out.extend_from_slice(b",\"type\":\"");
     out.extend_from_slice(type_name(entry.target_type()).as_bytes());
     out.push(b'"');
@@ -44,7 +67,7 @@ pub fn push_record(entry: &impl Found, path: &[u8], scratch: &mut JsonScratch, o
         push_link_target(entry, &mut scratch.text);
         if !scratch.text.is_empty() {
             out.extend_from_slice(b",\"target\":");
-            push_path(out, &scratch.text);
+            push_path(scratch.terminal, out, &scratch.text);
         }
     }
     // A result that vanished or cannot be stat'ed keeps its path and type.
@@ -69,12 +92,12 @@ fn type_name(t: FileType) -> &'static str {
 }
 
 /// `{"text": …}`, with `"bytes"` beside a lossy text.
-fn push_path(out: &mut Vec<u8>, path: &[u8]) {
+fn push_path(terminal: bool, out: &mut Vec<u8>, path: &[u8]) {
     out.extend_from_slice(b"{\"text\":");
     match std::str::from_utf8(path) {
-        Ok(text) => push_string(out, text),
+        Ok(text) => push_text(terminal, out, text),
         Err(_) => {
-            push_string(out, &String::from_utf8_lossy(path));
+            push_text(terminal, out, &String::from_utf8_lossy(path));
             out.extend_from_slice(b",\"bytes\":\"");
             push_base64(out, path);
             out.push(b'"');
@@ -93,11 +116,11 @@ fn push_metadata(m: &Metadata, scratch: &mut JsonScratch, out: &mut Vec<u8>) {
     );
     scratch.text.clear();
     push_user_name(&mut scratch.text, m.uid);
-    push_string(out, &String::from_utf8_lossy(&scratch.text));
+    push_text(scratch.terminal, out, &String::from_utf8_lossy(&scratch.text));
     out.extend_from_slice(b",\"group\":");
     scratch.text.clear();
     push_group_name(&mut scratch.text, m.gid);
-    push_string(out, &String::from_utf8_lossy(&scratch.text));
+    push_text(scratch.terminal, out, &String::from_utf8_lossy(&scratch.text));
     for (key, secs, nsec) in [
         ("modified", m.mtime, m.mtime_nsec),
         ("accessed", m.atime, m.atime_nsec),
@@ -183,11 +206,11 @@ mod tests {
     #[test]
     fn paths_that_are_not_utf8_keep_their_bytes() {
         let mut out = Vec::new();
-        push_path(&mut out, b"d/bad\xff\"x");
+        push_path(false, &mut out, b"d/bad\xff\"x");
         let expected = "{\"text\":\"d/bad\u{fffd}\\\"x\",\"bytes\":\"ZC9iYWT/Ing=\"}";
         assert_eq!(String::from_utf8(out).unwrap(), expected);
         let mut out = Vec::new();
-        push_path(&mut out, "caf\u{e9}/a\nb".as_bytes());
+        push_path(false, &mut out, "caf\u{e9}/a\nb".as_bytes());
         assert_eq!(String::from_utf8(out).unwrap(), "{\"text\":\"caf\u{e9}/a\\nb\"}");
     }
 }

@@ -31,8 +31,8 @@ pub struct ListingConfig {
     /// Stdout is a terminal: escape control characters.
     pub escape: bool,
     pub format: Option<Template>,
-    /// `--json`: NDJSON records instead of paths (no colours, no escapes:
-    /// JSON escapes every control character itself).
+    /// `--json`: NDJSON records instead of paths (no colours; on a
+    /// terminal, control characters become JSON's `\u` escapes).
     pub json: bool,
 }
 
@@ -95,7 +95,7 @@ impl<'a, R: Records> Listing<'a, R> {
             text: Vec::new(),
             escaped: Vec::new(),
             link_scratch: Vec::new(),
-            json: JsonScratch::default(),
+            json: JsonScratch::new(cfg.escape),
             painter: Painter::default(),
         }
     }

@@ -8,10 +8,34 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Append `s` as a JSON string, quotes included, escaped as serde_json
 /// escapes: `"`, `\`, and control characters (`\n`, `\t`, … or `\u00XX`).
 pub fn push_string(out: &mut Vec<u8>, s: &str) {
+    push_string_escaping(out, s, false);
+}
+
+/// [`push_string`] for a terminal: DEL and the C1 controls (U+0080 to
+/// U+009F; a terminal may read U+009B as the start of an escape sequence)
+/// are written as `\u` escapes too. The text is the same JSON string.
+pub fn push_string_for_terminal(out: &mut Vec<u8>, s: &str) {
+    push_string_escaping(out, s, true);
+}
+
+fn push_string_escaping(out: &mut Vec<u8>, s: &str, terminal: bool) {
     out.push(b'"');
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
+        if i < start {
+            // The second byte of a C1 control, already written.
+            continue;
+        }
+        if terminal && (b == 0x7f || (b == 0xc2 && matches!(bytes.get(i + 1), Some(0x80..=0x9f)))) {
+            // DEL, or the first byte of a C1 control, whose code point is
+            // the second byte's value.
+            let c = if b == 0x7f { b } else { bytes[i + 1] };
+            out.extend_from_slice(&bytes[start..i]);
+            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]);
+            start = if b == 0x7f { i + 1 } else { i + 2 };
+            continue;
+        }
         let short = match b {
             b'"' => b'"',
             b'\\' => b'\\',
@@ -86,6 +110,19 @@ mod tests {
         assert_eq!(out, serde_json::to_vec(&nasty).unwrap());
         let back: String = serde_json::from_slice(&out).unwrap();
         assert_eq!(back, nasty);
+    }
+
+    #[test]
+    fn terminal_strings_escape_del_and_c1_controls() {
+        let s = "a\u{7f}b\u{9b}[31mc\u{80}\u{9f}\u{a0}é";
+        let mut out = Vec::new();
+        push_string_for_terminal(&mut out, s);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            "\"a\\u007fb\\u009b[31mc\\u0080\\u009f\u{a0}é\""
+        );
+        let back: String = serde_json::from_slice(&out).unwrap();
+        assert_eq!(back, s);
     }
 
     #[test]
