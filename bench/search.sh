@@ -16,6 +16,9 @@
 # fnd with -u, as bfs has no ignore files), output to a pipe through
 # bench/topipe. One hyperfine run per case; the table gives each median as a
 # ratio to fd's. Not run by CI.
+# Then -X over every file (-t f -X true, fd's defaults, against fd), and
+# fnd --json -u . against fnd -l -u . (ls -l over every result: slow, a
+# minute on million; at most 3 runs).
 set -euo pipefail
 # shellcheck source=bench/common.sh
 . "$(dirname "$0")/common.sh"
@@ -43,6 +46,16 @@ run_case() {
     ratios --ref fd "$work/times.json"
 }
 
+# fnd against itself: case name, reference arguments, arguments.
+run_own_case() {
+    local name=$1 ref=$2 args=$3 own_runs=$4
+    echo
+    echo "-- $name"
+    time_commands . "$work/times.json" --style none --warmup 1 --runs "$own_runs" \
+        -n "fnd $ref" "$bin/topipe $FND $ref" -n "fnd $args" "$bin/topipe $FND $args"
+    ratios --ref "fnd $ref" "$work/times.json"
+}
+
 for name in "${trees[@]}"; do
     tree=$(tree_path "$name")
     cd "$tree"
@@ -59,6 +72,8 @@ for name in "${trees[@]}"; do
     run_case exec "-u ^walk_tree -x echo" "-name 'walk_tree*' -exec echo {} ;"
     run_case exec-batch "-u ^walk_tree -X echo" "-name 'walk_tree*' -exec echo {} +"
     run_case first "-u -1 '^${deep//./\\.}\$'" "-name '$deep' -print -quit"
+    run_case exec-batch-all "-t f -X true" ""
+    run_own_case json "-l -u ." "--json -u ." "$((runs < 3 ? runs : 3))"
 done
 echo
 echo "load average at the end: $(load)"

@@ -18,6 +18,14 @@ use crate::filter::{OwnerFilter, SizeLimit, TypeArg};
 use crate::format::FORMAT_HELP;
 use crate::hyperlink::HyperlinkWhen;
 
+/// Long help of `--json`.
+const JSON_HELP: &str = "Print one JSON object a line per result (NDJSON), for jq, DuckDB's read_json \
+and scripts. Fields: path ({\"text\": ...}; a path that is not UTF-8 has its text lossy and \
+\"bytes\": the exact bytes in base64), type (file, directory, symlink, block_device, char_device, \
+fifo, socket), target (a symlink's), mode (octal permission bits), perms (as ls -l), size_bytes, \
+inode, nlink, uid, gid, user, group, and modified, accessed, changed (RFC 3339, UTC). \
+Metadata is left out for an entry that cannot be stat'ed.";
+
 /// Traversal order of `--order`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OrderArg {
@@ -233,6 +241,11 @@ pub struct Cli {
           long_help = FORMAT_HELP)]
     pub format: Option<String>,
 
+    /// Print one JSON object a line per result (NDJSON): path, type and what -l shows
+    #[arg(long, conflicts_with_all = ["format", "list_details", "exec", "exec_batch", "print0"],
+          long_help = JSON_HELP)]
+    pub json: bool,
+
     /// `-x/--exec` and `-X/--exec-batch` (each may be given more than once).
     #[command(flatten)]
     pub commands: ExecArgs,
@@ -338,7 +351,6 @@ pub struct Cli {
     #[arg(long, value_name = "ms", hide = true)]
     pub max_buffer_time: Option<u64>,
 
-    /// Do not descend into other file systems (aliases: --mount, --xdev).
     /// Build an index of each path (default: the working directory) for --indexed
     #[arg(long, conflicts_with = "indexed")]
     pub build_index: bool,
@@ -352,6 +364,7 @@ pub struct Cli {
     #[arg(long, value_name = "file", hide_short_help = true)]
     pub index_file: Option<PathBuf>,
 
+    /// Do not descend into other file systems (aliases: --mount, --xdev).
     #[arg(long, aliases = ["mount", "xdev"], hide_short_help = true)]
     pub one_file_system: bool,
 

@@ -233,13 +233,14 @@ fn output(cli: &Cli, threads: usize, path_style: PathStyle, env: &OutputEnv) -> 
             terminator: if cli.print0 { b'\0' } else { b'\n' },
             path_style,
             // fd prints --format output uncoloured.
-            colors: (colored && cli.format.is_none()).then(|| Colors::from_spec(env.ls_colors.as_deref())),
+            colors: (colored && cli.format.is_none() && !cli.json).then(|| Colors::from_spec(env.ls_colors.as_deref())),
             hyperlinks: cli
                 .hyperlink
-                .enabled(colored)
+                .enabled(colored && !cli.json)
                 .then(|| Hyperlinks::on_host(&env.hostname)),
             escape: terminal,
             format: cli.format.as_deref().map(Template::parse),
+            json: cli.json,
         }),
     }
 }

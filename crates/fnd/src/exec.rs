@@ -4,11 +4,13 @@
 //!
 //! Arguments are rendered on the walking thread (a metadata placeholder
 //! needs the entry's directory, which only that thread holds open) and sent
-//! over a channel to the threads that run the commands.
+//! over a channel to the threads that run the commands, many results to a
+//! message ([`Jobs`]): one message per result cost `-X` over a million
+//! files a futex wake per result, twice fd's time.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{self, Write};
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -208,9 +210,40 @@ impl ExecConfig {
     }
 }
 
-/// What a walking thread sends: for each command, its rendered arguments
-/// (`-x`: the whole command line; `-X`: the one argument with placeholders).
-type Job = Vec<Vec<OsString>>;
+/// Results a walking thread sends at once, each as its rendered arguments,
+/// command after command (`-x`: every command's whole line; `-X`: each
+/// command's one argument with placeholders), all in one buffer: rendering
+/// a result allocates nothing, and a message carries many results.
+#[derive(Default)]
+pub struct Jobs {
+    bytes: Vec<u8>,
+    /// Where each argument ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl Jobs {
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The arguments in order; the reader knows how many make one result.
+    fn args(&self) -> impl Iterator<Item = &OsStr> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| OsStr::from_bytes(&self.bytes[start..end]))
+    }
+}
+
+/// Results gathered before a message is sent: `-X` runs one command over
+/// thousands, so their arrival can wait for a full message; `-x` runs a
+/// command per result, and a few to a message keep every runner busy.
+const BATCH_RESULTS: usize = 1024;
+const EACH_RESULTS: usize = 8;
+/// And at most this many bytes of arguments, so a message stays small.
+const MESSAGE_BYTES: usize = 64 * 1024;
+/// Messages `-X` lets wait: 64 KiB each, a few MiB in all.
+const BATCH_MESSAGES: usize = 64;
 
 /// Where the commands' output goes when it is kept: one result's commands
 /// (`-x`), or one batch (`-X`), at a time, whole.
@@ -241,7 +274,7 @@ impl CommandOutput for LocalOutput {
 /// The threads running commands.
 pub struct Executor {
     cfg: Arc<ExecConfig>,
-    tx: Option<Sender<Job>>,
+    tx: Option<Sender<Jobs>>,
     runners: Vec<JoinHandle<bool>>,
 }
 
@@ -258,7 +291,10 @@ impl Executor {
         } else {
             cfg.threads.clamp(1, fnd_walk::MAX_THREADS)
         };
-        let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
+        // `-X`: room for about a command line's worth of results (a few
+        // MiB), so the walk goes on while a batch runs.
+        let queued = if cfg.batch { BATCH_MESSAGES } else { 4 * runners };
+        let (tx, rx) = crossbeam_channel::bounded::<Jobs>(queued);
         let mut not_started = None;
         let runners: Vec<_> = (0..runners)
             .filter_map(|_| {
@@ -289,10 +325,15 @@ impl Executor {
 
     /// A sender for one walking thread.
     pub fn sender(&self) -> ExecSender {
+        let cfg = self.cfg.clone();
+        let results_per_message = if cfg.batch { BATCH_RESULTS } else { EACH_RESULTS };
         ExecSender {
-            cfg: self.cfg.clone(),
+            cfg,
             tx: self.tx.clone().expect("executor running"),
             scratch: Vec::new(),
+            pending: Jobs::default(),
+            results: 0,
+            results_per_message,
         }
     }
 
@@ -310,8 +351,12 @@ impl Executor {
 /// A walking thread's end of the channel.
 pub struct ExecSender {
     cfg: Arc<ExecConfig>,
-    tx: Sender<Job>,
+    tx: Sender<Jobs>,
     scratch: Vec<u8>,
+    /// Results not sent yet, and how many.
+    pending: Jobs,
+    results: usize,
+    results_per_message: usize,
 }
 
 impl ExecSender {
@@ -324,28 +369,47 @@ impl ExecSender {
             entry.name_bytes(),
             &mut self.scratch,
         );
-        let render = |t: &Template| {
-            let mut arg = Vec::new();
-            t.render(entry, prefix, sep, &mut arg);
-            OsString::from_vec(arg)
+        let jobs = &mut self.pending;
+        for command in &self.cfg.commands {
+            for arg in &command.args {
+                if self.cfg.batch && !arg.has_placeholders() {
+                    continue;
+                }
+                arg.render(entry, prefix, sep, &mut jobs.bytes);
+                jobs.ends.push(jobs.bytes.len());
+            }
+        }
+        self.results += 1;
+        if self.results >= self.results_per_message || jobs.bytes.len() >= MESSAGE_BYTES {
+            return self.send();
+        }
+        true
+    }
+
+    /// Send what is pending; false when no runner is left to take it.
+    pub fn send(&mut self) -> bool {
+        if self.pending.is_empty() {
+            return true;
+        }
+        self.results = 0;
+        // The next message will be about as big: no regrowing from empty.
+        let next = Jobs {
+            bytes: Vec::with_capacity(self.pending.bytes.len()),
+            ends: Vec::with_capacity(self.pending.ends.len()),
         };
-        let job: Job = if self.cfg.batch {
-            let arg =
-                |c: &CommandTemplate| render(c.args.iter().find(|a| a.has_placeholders()).expect("one placeholder"));
-            self.cfg.commands.iter().map(|c| vec![arg(c)]).collect()
-        } else {
-            self.cfg
-                .commands
-                .iter()
-                .map(|c| c.args.iter().map(render).collect())
-                .collect()
-        };
-        self.tx.send(job).is_ok()
+        self.tx.send(std::mem::replace(&mut self.pending, next)).is_ok()
+    }
+}
+
+impl Drop for ExecSender {
+    /// A walking thread's last results go out when it is done.
+    fn drop(&mut self) {
+        self.send();
     }
 }
 
 /// fd's messages for a command that could not run.
-fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
+fn report_spawn_error(program: Option<&OsStr>, err: &io::Error) {
     match program {
         Some(p) if err.kind() == io::ErrorKind::NotFound => {
             print_error(format_args!("Command not found: {}", p.to_string_lossy()));
@@ -354,22 +418,40 @@ fn report_spawn_error(program: Option<&OsString>, err: &io::Error) {
     }
 }
 
-fn run_each(cfg: &ExecConfig, rx: Receiver<Job>, out: &dyn CommandOutput) -> bool {
+fn run_each(cfg: &ExecConfig, rx: Receiver<Jobs>, out: &dyn CommandOutput) -> bool {
     let buffered = cfg.threads > 1 || cfg.capture;
+    let lens: Vec<usize> = cfg.commands.iter().map(|c| c.args.len()).collect();
+    let per_result: usize = lens.iter().sum();
     let mut ok = true;
-    for job in rx {
-        ok &= run_commands(&job, buffered, cfg.null_separator, out);
+    for jobs in rx {
+        let mut argv: Vec<&OsStr> = Vec::with_capacity(per_result);
+        let mut args = jobs.args();
+        loop {
+            argv.clear();
+            argv.extend(args.by_ref().take(per_result));
+            if argv.len() < per_result {
+                break;
+            }
+            let mut commands = Vec::with_capacity(lens.len());
+            let mut rest = &argv[..];
+            for &n in &lens {
+                let (command, after) = rest.split_at(n);
+                commands.push(command);
+                rest = after;
+            }
+            ok &= run_commands(&commands, buffered, cfg.null_separator, out);
+        }
     }
     ok
 }
 
 /// Run one result's commands in order, stopping at the first that fails;
 /// their output is written together, after the last.
-fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &dyn CommandOutput) -> bool {
+fn run_commands(commands: &[&[&OsStr]], buffered: bool, null_separator: bool, out: &dyn CommandOutput) -> bool {
     let mut outputs = Vec::new();
     let mut ok = true;
-    for argv in job {
-        let mut cmd = Command::new(&argv[0]);
+    for argv in commands {
+        let mut cmd = Command::new(argv[0]);
         cmd.args(&argv[1..]);
         let result = if buffered {
             cmd.output()
@@ -388,7 +470,7 @@ fn run_commands(job: &Job, buffered: bool, null_separator: bool, out: &dyn Comma
             }
             Err(e) => {
                 write_outputs(&outputs, null_separator, out);
-                report_spawn_error(Some(&argv[0]), &e);
+                report_spawn_error(Some(argv[0]), &e);
                 return false;
             }
         }
@@ -416,7 +498,6 @@ struct Batch {
     cmd: argmax::Command,
     count: usize,
     limit: usize,
-    ok: bool,
     /// Keep each run's output and write it through the executor's output.
     capture: bool,
 }
@@ -446,7 +527,6 @@ impl Batch {
             cmd,
             count: 0,
             limit,
-            ok: true,
             capture,
         })
     }
@@ -460,22 +540,29 @@ impl Batch {
         Ok(cmd)
     }
 
-    fn push(&mut self, arg: &OsString, out: &dyn CommandOutput) -> io::Result<()> {
+    fn push(&mut self, arg: &OsStr, running: &mut Running, out: &dyn CommandOutput) -> io::Result<()> {
         if self.limit > 0 && self.count >= self.limit {
-            self.run(out)?;
+            self.run(running, out)?;
         }
-        if !self.cmd.args_would_fit(std::iter::once(arg).chain(&self.post)) {
-            self.run(out)?;
+        if !self
+            .cmd
+            .args_would_fit(std::iter::once(arg).chain(self.post.iter().map(OsString::as_os_str)))
+        {
+            self.run(running, out)?;
         }
         self.cmd.try_arg(arg)?;
         self.count += 1;
         Ok(())
     }
 
-    fn run(&mut self, out: &dyn CommandOutput) -> io::Result<()> {
+    /// Start the command over the arguments gathered, once the one
+    /// `running` has ended: gathering the next batch goes on while it runs,
+    /// and no two run at once (their output stays apart, as fd's).
+    fn run(&mut self, running: &mut Running, out: &dyn CommandOutput) -> io::Result<()> {
         if self.count > 0 {
             self.cmd.try_args(&self.post)?;
-            let success = if self.capture {
+            running.wait();
+            if self.capture {
                 let output = self
                     .cmd
                     .stdin(Stdio::null())
@@ -483,12 +570,9 @@ impl Batch {
                     .stderr(Stdio::piped())
                     .output()?;
                 write_outputs(&[(output.stdout, output.stderr)], false, out);
-                output.status.success()
+                running.failed |= !output.status.success();
             } else {
-                self.cmd.status()?.success()
-            };
-            if !success {
-                self.ok = false;
+                running.child = Some(self.cmd.spawn()?);
             }
             self.cmd = Self::command(&self.pre)?;
             self.count = 0;
@@ -497,7 +581,23 @@ impl Batch {
     }
 }
 
-fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>, out: &dyn CommandOutput) -> bool {
+/// The batch command started last, not yet waited for.
+#[derive(Default)]
+struct Running {
+    child: Option<std::process::Child>,
+    /// A command ended unsuccessfully (or could not be waited for).
+    failed: bool,
+}
+
+impl Running {
+    fn wait(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            self.failed |= !child.wait().is_ok_and(|status| status.success());
+        }
+    }
+}
+
+fn run_batches(cfg: &ExecConfig, rx: Receiver<Jobs>, out: &dyn CommandOutput) -> bool {
     let mut batches = Vec::new();
     for c in &cfg.commands {
         match Batch::new(c, cfg.batch_size, cfg.capture) {
@@ -509,25 +609,30 @@ fn run_batches(cfg: &ExecConfig, rx: Receiver<Job>, out: &dyn CommandOutput) -> 
             }
         }
     }
-    let fail = |b: &Batch, e: io::Error, rx: &Receiver<Job>| {
+    let mut running = Running::default();
+    let fail = |b: &Batch, e: io::Error, rx: &Receiver<Jobs>, running: &mut Running| {
+        running.wait();
         report_spawn_error(Some(&b.pre[0]), &e);
         // Keep the walk from blocking on a channel nobody reads.
         rx.iter().for_each(drop);
         false
     };
-    for job in rx.iter() {
-        for (batch, arg) in batches.iter_mut().zip(&job) {
-            if let Err(e) = batch.push(&arg[0], out) {
-                return fail(batch, e, &rx);
+    // Each result brings one argument for each command, in order.
+    for jobs in rx.iter() {
+        for (i, arg) in jobs.args().enumerate() {
+            let batch = &mut batches[i % cfg.commands.len()];
+            if let Err(e) = batch.push(arg, &mut running, out) {
+                return fail(batch, e, &rx, &mut running);
             }
         }
     }
     for batch in &mut batches {
-        if let Err(e) = batch.run(out) {
-            return fail(batch, e, &rx);
+        if let Err(e) = batch.run(&mut running, out) {
+            return fail(batch, e, &rx, &mut running);
         }
     }
-    batches.iter().all(|b| b.ok)
+    running.wait();
+    !running.failed
 }
 
 #[cfg(test)]

@@ -1,12 +1,19 @@
 //! Filters on what an entry is rather than what it is called: type, size,
 //! modification time, owner. Each stats the entry at most once, relative to
-//! its directory, and only when some filter needs metadata.
+//! its directory, and only when some filter needs metadata. And which
+//! names are hidden ([`is_hidden`]).
 
 use std::cell::OnceCell;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use fnd_walk::{FileType, Metadata, RawEntry};
 use rustix::fs::{Access, AtFlags};
+
+/// Whether a name is hidden without `-H`, as fd 10.5 decides: it starts
+/// with `.` and does not end with one (`.foo.`, `...` and `.cfg./`, with
+/// everything in it, show), a quirk of fd's ignore library that fnd
+/// follows. The walk's ignore rules judge hidden names by the same rule.
+pub use fnd_walk::ignore::is_hidden;
 
 /// An entry being judged, with its metadata fetched on first use.
 pub struct Candidate<'a, 'e> {
@@ -415,6 +422,18 @@ impl EntryFilters {
 
 #[cfg(test)]
 mod tests {
+    use super::is_hidden;
+
+    #[test]
+    fn hidden_as_fd_hides() {
+        for name in [&b".hidden"[..], b".a.b", b".x\xff", b".git"] {
+            assert!(is_hidden(name), "{}", String::from_utf8_lossy(name));
+        }
+        for name in [&b".foo."[..], b"...", b".cfg.", b"..", b"a.", b"plain", b"a.b", b""] {
+            assert!(!is_hidden(name), "{}", String::from_utf8_lossy(name));
+        }
+    }
+
     use super::*;
 
     fn modified_at(mtime: i64, mtime_nsec: u32) -> Metadata {

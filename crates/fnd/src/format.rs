@@ -16,7 +16,7 @@ use crate::paths::push_with_separator;
 
 mod meta;
 
-pub use meta::push_perms;
+pub use meta::{push_group_name, push_perms, push_user_name};
 use meta::{push_num, render_meta};
 
 /// What a placeholder stands for.
@@ -239,7 +239,7 @@ impl Template {
 
 /// The entry's metadata; with `-L`, a followed link's is its target's, as
 /// fd treats followed links as what they point to.
-fn metadata(entry: &impl Found) -> Option<Metadata> {
+pub fn metadata(entry: &impl Found) -> Option<Metadata> {
     let followed = entry.file_type() == FileType::Symlink && entry.target_type() != FileType::Symlink;
     if followed {
         entry.metadata_follow()
@@ -391,7 +391,7 @@ fn file_stem(name: &[u8]) -> &[u8] {
 }
 
 /// A symlink's target as stored (`readlink`), nothing for other entries.
-fn push_link_target(entry: &impl Found, out: &mut Vec<u8>) {
+pub fn push_link_target(entry: &impl Found, out: &mut Vec<u8>) {
     use std::os::unix::ffi::OsStringExt;
     if entry.file_type() != FileType::Symlink {
         return;

@@ -25,6 +25,7 @@ use fnd_walk::{DirInfo, EntryFilter, FileType, FilterState, Metadata, Order, Raw
 
 use crate::early::sort_key;
 use crate::error::{print_error, Outcome};
+use crate::filter::is_hidden;
 use crate::found::{Emit, Found};
 use crate::named;
 use crate::search::{Finder, Search};
@@ -287,7 +288,7 @@ fn replay<W: Emit>(
         let descend_ok = search.max_depth.is_none_or(|max| child_depth < max);
         let mut subdirs = Vec::new();
         for e in dir.entries() {
-            if search.skip_hidden && e.name.starts_with(b".") {
+            if search.skip_hidden && is_hidden(e.name) {
                 continue;
             }
             let decision = match finder {
@@ -375,7 +376,7 @@ fn placed(index: &Index<'_>, row: u32, start: u32, root: &[u8], skip_hidden: boo
     while r != start {
         let (parent, entry) = index.parent(r)?;
         let name = index.name(index.entry(entry).0);
-        if skip_hidden && name.starts_with(b".") {
+        if skip_hidden && is_hidden(name) {
             return None;
         }
         names.push(name);
@@ -408,7 +409,7 @@ fn replay_hits<W: Emit>(
     for &e in hits {
         let (id, file_type) = index.entry(e);
         let name = index.name(id);
-        if search.skip_hidden && name.starts_with(b".") {
+        if search.skip_hidden && is_hidden(name) {
             continue;
         }
         let row = index.dir_of_entry(e);
@@ -576,6 +577,8 @@ fn run_boxed<W: Emit + Send>(
     let ignore = search.ignore.take();
     let needs_finder = ignore.is_some() || !search.selection.selects_all() || search.prune;
     let finder = needs_finder.then(|| Finder {
+        // Hidden entries are skipped below, before the finder sees them.
+        skip_hidden: false,
         ignore,
         selection: search.selection.clone(),
         min_depth: search.min_depth,

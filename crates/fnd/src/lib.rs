@@ -21,14 +21,15 @@
 //! 7. `indexed`: the same judging and handing on, over an index of the
 //!    tree instead of the tree (`--indexed`); building indexes.
 //! 8. `format`, `color`, `hyperlink`: how one result looks.
-//! 9. `listing`, `exec`: printing results; running commands on them.
-//! 10. `forward` (feature `mpi`): a rank's output on its way to rank 0.
-//! 11. `results`: the sink, one writer per thread, bytes to one descriptor
+//! 9. `json`: one result as a `--json` record.
+//! 10. `listing`, `exec`: printing results; running commands on them.
+//! 11. `forward` (feature `mpi`): a rank's output on its way to rank 0.
+//! 12. `results`: the sink, one writer per thread, bytes to one descriptor
 //!     (or, under MPI, to rank 0).
-//! 12. `cli`: the command line, parsed.
-//! 13. `config`, `generate`: parsed options turned into a search and a
+//! 13. `cli`: the command line, parsed.
+//! 14. `config`, `generate`: parsed options turned into a search and a
 //!     sink; completions and the man page.
-//! 14. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
+//! 15. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
 //!
 //! [`run`] puts them together: options → config → search → sink.
 
@@ -47,6 +48,7 @@ pub mod found;
 pub mod generate;
 pub mod hyperlink;
 pub mod indexed;
+pub mod json;
 pub mod listing;
 pub mod named;
 pub mod paths;

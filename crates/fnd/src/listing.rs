@@ -1,6 +1,7 @@
 //! Printing results: one record per entry into the thread's 64 KiB output
 //! buffer, as fd prints it — plain, coloured, through a `--format`
-//! template, with hyperlinks, escaped on a terminal.
+//! template, with hyperlinks, escaped on a terminal — or as a JSON object
+//! a line (`--json`).
 //!
 //! Every mode appends straight to the output buffer (a reused scratch
 //! buffer at most), so no mode allocates per entry; the plain mode is two
@@ -16,6 +17,7 @@ use crate::escape::push_escaped;
 use crate::format::Template;
 use crate::found::Found;
 use crate::hyperlink::Hyperlinks;
+use crate::json::{push_record, JsonScratch};
 use crate::paths::{printed_prefix, push_with_separator, PathStyle};
 
 /// How results are printed; shared by every thread.
@@ -29,11 +31,14 @@ pub struct ListingConfig {
     /// Stdout is a terminal: escape control characters.
     pub escape: bool,
     pub format: Option<Template>,
+    /// `--json`: NDJSON records instead of paths (no colours; on a
+    /// terminal, control characters become JSON's `\u` escapes).
+    pub json: bool,
 }
 
 impl ListingConfig {
     fn is_plain(&self) -> bool {
-        self.colors.is_none() && self.hyperlinks.is_none() && !self.escape && self.format.is_none()
+        self.colors.is_none() && self.hyperlinks.is_none() && !self.escape && self.format.is_none() && !self.json
     }
 }
 
@@ -76,6 +81,7 @@ pub struct Listing<'a, R: Records = Buffer> {
     text: Vec<u8>,
     escaped: Vec<u8>,
     link_scratch: Vec<u8>,
+    json: JsonScratch,
     painter: Painter,
 }
 
@@ -89,6 +95,7 @@ impl<'a, R: Records> Listing<'a, R> {
             text: Vec::new(),
             escaped: Vec::new(),
             link_scratch: Vec::new(),
+            json: JsonScratch::new(cfg.escape),
             painter: Painter::default(),
         }
     }
@@ -113,6 +120,13 @@ impl<'a, R: Records> Listing<'a, R> {
     fn entry_styled(&mut self, entry: &impl Found, chunk_prefix: &[u8], is_dir: bool) {
         let cfg = self.cfg;
         let buf = self.out.bytes();
+        if cfg.json {
+            self.scratch.clear();
+            cfg.path_style
+                .write_entry_path(&mut self.scratch, chunk_prefix, entry.name_bytes(), is_dir, false);
+            push_record(entry, &self.scratch, &mut self.json, buf);
+            return;
+        }
         if let Some(links) = &cfg.hyperlinks {
             links.open(entry, &mut self.link_scratch, buf);
         }

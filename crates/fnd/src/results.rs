@@ -129,7 +129,7 @@ impl Emit for ResultWriter<'_> {
             ResultWriter::Print(listing) => listing.flush(),
             #[cfg(feature = "mpi")]
             ResultWriter::PrintRanked(listing) => listing.flush(),
-            ResultWriter::Exec(_) => true,
+            ResultWriter::Exec(sender) => sender.send(),
         }
     }
 }

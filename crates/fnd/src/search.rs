@@ -17,6 +17,7 @@ use fnd_walk::{
 
 use crate::early::{EarlyResults, Offer};
 use crate::error::{print_error, Outcome};
+use crate::filter::is_hidden;
 use crate::found::Emit;
 use crate::select::Selection;
 
@@ -63,6 +64,9 @@ pub enum MetadataKey {
 
 /// The walk's filter: ignore rules first, then the search criteria.
 pub struct Finder {
+    /// Hidden entries are left out here, not by the walk: the walk hides
+    /// every name starting with `.`, fd not those ending in `.` too.
+    pub skip_hidden: bool,
     pub ignore: Option<IgnoreFilter>,
     pub selection: Selection,
     pub min_depth: usize,
@@ -104,6 +108,12 @@ impl Finder {
         entry: &RawEntry<'_>,
         name_matches: impl FnOnce() -> bool,
     ) -> Decision {
+        if self.skip_hidden && entry.depth > 0 && is_hidden(entry.name) {
+            return Decision {
+                emit: false,
+                descend: false,
+            };
+        }
         let base = match &self.ignore {
             Some(ignore) => ignore.decide(state, entry),
             None => Decision::KEEP,
@@ -274,9 +284,10 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
     for root in &roots[1..] {
         builder = builder.add_root(root);
     }
-    let needs_finder = ignore.is_some() || !search.selection.selects_all() || search.prune;
+    let needs_finder = ignore.is_some() || !search.selection.selects_all() || search.prune || search.skip_hidden;
     let finder = needs_finder.then(|| {
         Arc::new(Finder {
+            skip_hidden: search.skip_hidden,
             ignore,
             selection: search.selection.clone(),
             min_depth: search.min_depth,
@@ -293,7 +304,6 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         .max_depth(search.max_depth)
         .follow_links(search.follow)
         .same_file_system(search.one_file_system)
-        .skip_hidden(search.skip_hidden)
         .sort(search.sort)
         .filter(finder);
 

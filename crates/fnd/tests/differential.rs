@@ -239,3 +239,93 @@ fn fnd_agrees_with_fd() {
         failures.join("\n")
     );
 }
+
+/// fd 10.5 hides names starting with `.` unless they also end with one
+/// (`.foo.`, `...`, and `.cfg./` with everything in it), a quirk of its
+/// ignore library; fnd follows, with ignore rules and without, and from
+/// an index. Checked against a fixed answer, then against fd where it is.
+#[test]
+fn names_ending_in_a_dot_are_not_hidden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let root = tmp.path().join("tree");
+    for dir in ["sub/.hid", ".cfg./sub", ".cfg"] {
+        std::fs::create_dir_all(root.join(dir)).unwrap();
+    }
+    for file in [
+        ".foo.",
+        "...",
+        ".bar..",
+        ".plain",
+        "a.",
+        ".x.y",
+        ".cfg./inner",
+        ".cfg./sub/f",
+        ".cfg/in",
+        "sub/.z.",
+        "sub/.hid/.w.",
+        ".white",
+    ] {
+        std::fs::write(root.join(file), b"").unwrap();
+    }
+    // A whitelisted hidden name shows too, as in fd.
+    std::fs::write(root.join(".ignore"), b"!.white\n").unwrap();
+    let fnd = fnd_bin();
+    let index = tmp.path().join("index");
+    let built = Command::new(&fnd)
+        .args(["--build-index", "--index-file"])
+        .arg(&index)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let shown = [
+        "...",
+        ".bar..",
+        ".cfg./",
+        ".cfg./inner",
+        ".cfg./sub/",
+        ".cfg./sub/f",
+        ".foo.",
+        ".white",
+        "a.",
+        "sub/",
+        "sub/.z.",
+    ];
+    let lines = |r: &Run| -> Vec<String> {
+        r.lines
+            .iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    };
+    let index_arg = format!("--index-file={}", index.display());
+    let unwhitelisted: Vec<&str> = shown.iter().copied().filter(|&n| n != ".white").collect();
+    for (args, expected) in [
+        (&[][..], &shown[..]),
+        (&["--no-ignore"], &unwhitelisted),
+        (&["--indexed=stale-ok", &index_arg], &shown),
+    ] {
+        let got = run(&fnd, args, &root, &home);
+        let mut got = lines(&got);
+        got.sort();
+        assert_eq!(got, expected, "fnd {args:?}");
+    }
+    let Some(fd) = references::fd() else { return };
+    for case in [
+        "",
+        "--no-ignore",
+        "-tf",
+        "-H",
+        ". .cfg.",
+        ". sub",
+        "-E .cfg.",
+        "-d 1",
+        "-p cfg",
+    ] {
+        let args: Vec<&str> = case.split(' ').filter(|a| !a.is_empty()).collect();
+        let want = run(fd.path(), &args, &root, &home);
+        let got = run(&fnd, &args, &root, &home);
+        assert_eq!((got.code, lines(&got)), (want.code, lines(&want)), "`{case}`");
+    }
+}

@@ -147,3 +147,69 @@ fn completions_and_man_page() {
     let out = fnd(t.path()).arg("--gen-man").output().unwrap();
     assert!(out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with(".ie"));
 }
+
+/// Thousands of results, many to a message between the walk and the
+/// runners: each reaches its command exactly once, `-X` batches keep to
+/// `--batch-size`, run one at a time, and a failing batch makes the exit 1
+/// without stopping the others.
+#[test]
+fn many_results_each_once_and_batches_one_at_a_time() {
+    let t = tempfile::tempdir().unwrap();
+    let mut expected = Vec::new();
+    for d in 0..30 {
+        std::fs::create_dir(t.path().join(format!("d{d}"))).unwrap();
+        for f in 0..100 {
+            let name = format!("d{d}/f{f}");
+            std::fs::write(t.path().join(&name), b"").unwrap();
+            expected.push(format!("./{name}"));
+        }
+    }
+    expected.sort();
+    // Each batch takes a lock (mkdir fails if another holds it), prints
+    // its arguments, then its size.
+    let lock = tempfile::tempdir().unwrap();
+    let lock = lock.path().join("lock");
+    let lock = lock.to_str().unwrap();
+    let script =
+        format!("mkdir {lock} || echo OVERLAP; sleep 0.01; printf '%s\\n' \"$@\"; echo \"== $#\"; rmdir {lock}");
+    for threads in ["-j1", "-j2", "-j4"] {
+        let out = fnd(t.path())
+            .args([
+                threads,
+                "-t",
+                "f",
+                "--batch-size",
+                "700",
+                "-X",
+                "sh",
+                "-c",
+                &script,
+                "sh",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(!text.contains("OVERLAP"));
+        let sizes: Vec<usize> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("== "))
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert!(sizes.iter().all(|&n| n <= 700) && sizes.len() >= 5, "{sizes:?}");
+        let mut got: Vec<&str> = text.lines().filter(|l| l.starts_with("./")).collect();
+        got.sort();
+        assert_eq!(got, expected, "{threads}");
+    }
+    let out = fnd(t.path()).args(["-j3", "-t", "f", "-x", "echo"]).output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(sorted_lines(&out.stdout), expected, "-x");
+    // One batch fails (the one holding d7/f7), the rest still run: exit 1.
+    let script = "for a; do [ \"$a\" = ./d7/f7 ] && exit 3; done; printf '%s\\n' \"$@\"";
+    let out = fnd(t.path())
+        .args(["-t", "f", "--batch-size", "100", "-X", "sh", "-c", script, "sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(sorted_lines(&out.stdout).len(), expected.len() - 100);
+}

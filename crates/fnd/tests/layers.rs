@@ -23,6 +23,8 @@ fn modules_import_only_downwards() {
             &["indexed"],
             // How one result looks.
             &["format", "color", "hyperlink"],
+            // A `--json` record.
+            &["json"],
             // Printing results, or running commands on them.
             &["listing", "exec"],
             // A rank's output on its way to rank 0 (MPI).

@@ -173,3 +173,32 @@ fn sort_by_size_and_time() {
     assert_eq!(fnd(t.path(), &["--sort", "size"]).lines(), ["small", "mid", "big"]);
     assert_eq!(fnd(t.path(), &["--sort", "mtime"]).lines()[0], "big");
 }
+
+/// Each option's help text sits under that option: `--one-file-system`'s
+/// once ran on into `--build-index`'s.
+#[test]
+fn help_texts_sit_under_their_options() {
+    let out = assert_cmd::Command::new(find_tree::fnd_bin())
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(out.stdout).unwrap();
+    // A long option's paragraph runs from its line to the next option's.
+    let paragraph = |opt: &str| -> String {
+        let lines: Vec<&str> = help.lines().collect();
+        let start = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with(opt) || l.contains(&format!(", {opt}")))
+            .unwrap_or_else(|| panic!("{opt} not in --help"));
+        let end = lines[start + 1..]
+            .iter()
+            .position(|l| l.trim_start().starts_with('-'))
+            .map_or(lines.len(), |n| start + 1 + n);
+        lines[start..end].join("\n")
+    };
+    let one_fs = paragraph("--one-file-system");
+    assert!(one_fs.contains("other file systems"), "{one_fs}");
+    let build = paragraph("--build-index");
+    assert!(build.contains("Build an index"), "{build}");
+    assert!(!build.contains("file systems"), "{build}");
+}

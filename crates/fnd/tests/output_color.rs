@@ -117,3 +117,25 @@ fn control_characters_are_escaped_on_a_terminal_only() {
     };
     assert_eq!(String::from_utf8_lossy(&tty), "\x1b[1mbad\\x1B[31mname\\x07\x1b[0m\r\n");
 }
+
+/// `--json` on a terminal: no raw control byte reaches it, DEL and the C1
+/// controls included, and the line is still the same JSON.
+#[test]
+fn json_on_a_terminal_escapes_every_control() {
+    let t = tree();
+    std::fs::write(t.path().join("bad\x7f\u{9b}31m\x1b[0m"), b"").unwrap();
+    let piped = fnd(t.path()).args(["--json", "^bad"]).output().unwrap();
+    let Some(tty) = on_terminal(t.path(), "--json ^bad", &[]) else {
+        return;
+    };
+    let line = tty.strip_suffix(b"\r\n").unwrap();
+    assert!(!line.iter().any(|&b| b < 0x20 || b == 0x7f), "{line:?}");
+    assert!(
+        !line.windows(2).any(|w| w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1])),
+        "{line:?}"
+    );
+    assert!(String::from_utf8_lossy(line).contains(r#""text":"bad\u007f\u009b31m\u001b[0m""#));
+    let parsed =
+        |l: &[u8]| -> serde_json::Value { serde_json::from_slice::<serde_json::Value>(l).unwrap()["path"].clone() };
+    assert_eq!(parsed(line), parsed(piped.stdout.strip_suffix(b"\n").unwrap()));
+}

@@ -10,6 +10,8 @@
 //!   fills.
 //! - [`SharedBuffer`]: one buffer all threads append to under a lock, for
 //!   output whose order the threads agree on among themselves.
+//! - [`json`]: a JSON string's escapes and base64, for records written
+//!   field by field.
 //!
 //! ```
 //! use fnd_output::{Buffer, Writer};
@@ -32,6 +34,7 @@
 //! ```
 
 mod buffer;
+pub mod json;
 mod shared;
 mod writer;
 

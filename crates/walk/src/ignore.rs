@@ -58,6 +58,14 @@ use rustix::fs::{Mode, OFlags};
 use self::files::{exists_at, rules_from, Lookup};
 use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 
+/// Whether a name is hidden as the `ignore` crate (and so fd and ripgrep)
+/// judges it: it starts with `.` and does not end with one. The crate takes
+/// no file name from a path ending in `.`, so `.foo.`, `...` and `.cfg.`
+/// are not hidden there, and here neither.
+pub fn is_hidden(name: &[u8]) -> bool {
+    name.first() == Some(&b'.') && name.last() != Some(&b'.')
+}
+
 /// Configures an [`IgnoreFilter`]. Every source is on by default except
 /// custom file names, explicit files, overrides and `ignore_contain`.
 #[derive(Clone, Debug)]
@@ -495,7 +503,7 @@ impl EntryFilter for IgnoreFilter {
         };
         match verdict {
             Match::Ignore(()) => return Decision::SKIP,
-            Match::None if self.opts.hidden && entry.name.first() == Some(&b'.') => return Decision::SKIP,
+            Match::None if self.opts.hidden && is_hidden(entry.name) => return Decision::SKIP,
             _ => {}
         }
         if is_dir && !self.opts.ignore_contain.is_empty() && self.contains_marker(entry) {

@@ -94,6 +94,16 @@ thread_local! {
     static ID_NAMES: RefCell<NameCache> = RefCell::new(HashMap::new());
 }
 
+/// The owner's name, or its number when no name resolves, as `ls -l`.
+pub fn push_user_name(out: &mut Vec<u8>, uid: u32) {
+    push_id_name(out, uid, IdKind::User);
+}
+
+/// The group's name, or its number when no name resolves, as `ls -l`.
+pub fn push_group_name(out: &mut Vec<u8>, gid: u32) {
+    push_id_name(out, gid, IdKind::Group);
+}
+
 fn push_id_name(out: &mut Vec<u8>, id: u32, kind: IdKind) {
     ID_NAMES.with(|cache| {
         let mut cache = cache.borrow_mut();
