@@ -6,8 +6,8 @@
 //! [`TICK`] it takes the GIL back to let Python run its signal handlers:
 //! Ctrl-C raises `KeyboardInterrupt` within a tick even when a read hangs
 //! on a slow file system. Dropping a [`Stream`] (the Python iterator is
-//! collected, or an exception ends the loop) cancels the walk and waits
-//! for its threads, so none outlives the iterator.
+//! collected, or an exception ends the loop) cancels the walk; `close()`
+//! also waits for its threads.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -120,12 +120,13 @@ impl<T: Send + 'static> Stream<T> {
 }
 
 impl<T> Drop for Stream<T> {
+    /// Cancel the walk but do not wait for it: an iterator dropped while
+    /// `KeyboardInterrupt` unwinds must not hang on a read stuck on a
+    /// network file system. The walk's threads hold nothing of Python's,
+    /// and end at their next chunk.
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
         self.receiver = None;
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
