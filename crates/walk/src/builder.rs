@@ -87,6 +87,7 @@ impl WalkBuilder {
                     metadata: false,
                     sort: None,
                     chunk_size: 512,
+                    visit_empty: false,
                     filter: None,
                 },
                 max_open_fds: None,
@@ -406,6 +407,30 @@ impl WalkBuilder {
     /// ```
     pub fn chunk_size(mut self, n: usize) -> Self {
         self.cfg.settings.chunk_size = n.max(1);
+        self
+    }
+
+    /// Hand each directory's last chunk to the visitor even when it holds
+    /// no entry, so that an empty directory (or one whose entries the
+    /// filters all dropped) is seen too. With [`sort`](Self::sort) every
+    /// directory read is then exactly one chunk: what a consumer that
+    /// builds whole listings needs (Python's `os.walk` tuples, in
+    /// `crates/python`), since it can tell an empty directory from one not
+    /// read yet.
+    /// ```
+    /// use fnd_walk::{Sort, WalkBuilder};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("empty")).unwrap();
+    /// let chunks = |visit_empty| {
+    ///     let walk = WalkBuilder::new(dir.path()).min_depth(1).sort(Some(Sort::Name)).visit_empty(visit_empty);
+    ///     walk.chunks().map(|c| c.unwrap().len()).collect::<Vec<_>>()
+    /// };
+    /// assert_eq!(chunks(false), [1]); // the root's listing: `empty`
+    /// assert_eq!(chunks(true).len(), 2); // and the empty one of `empty`
+    /// ```
+    pub fn visit_empty(mut self, yes: bool) -> Self {
+        self.cfg.settings.visit_empty = yes;
         self
     }
 

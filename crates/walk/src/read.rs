@@ -418,7 +418,7 @@ impl Reader {
             let names = &self.child_names;
             self.children.sort_unstable_by(|a, b| a.name(names).cmp(b.name(names)));
         }
-        let flow = if chunk.is_empty() {
+        let flow = if chunk.is_empty() && !settings.visit_empty {
             Flow::Continue
         } else {
             flush(shared, &mut chunk, fd, visitor)

@@ -66,6 +66,8 @@ pub(crate) struct Settings {
     pub(crate) metadata: bool,
     pub(crate) sort: Option<Sort>,
     pub(crate) chunk_size: usize,
+    /// Hand a directory's last chunk to the visitor even when it is empty.
+    pub(crate) visit_empty: bool,
     /// The caller's filter (resolved: every filter of the walk folded into
     /// one, `crate::hooks::Chain`).
     pub(crate) filter: Option<Arc<dyn EntryFilter>>,

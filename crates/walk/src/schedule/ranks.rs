@@ -514,6 +514,7 @@ mod tests {
             metadata: false,
             sort: None,
             chunk_size: 8,
+            visit_empty: false,
             filter: None,
         };
         let shared = Shared::new(settings, vec![root.clone()], None, Budget::new(None, 1));

@@ -31,6 +31,7 @@ fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Opt
         metadata: false,
         sort: None,
         chunk_size: 8,
+        visit_empty: false,
         filter,
     }
 }
