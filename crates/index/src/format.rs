@@ -27,12 +27,14 @@
 //! nothing between them: a name's place follows from its id, and a search
 //! of the bytes for a string finds every name that holds it. [`Index::parse`]
 //! checks everything a reader relies on before anything is read, so a
-//! query sees a whole index or a clean error.
+//! query sees a whole index or a clean error; and that every name is a
+//! file name and the root a real path, so no path made of them leaves
+//! the tree, whoever wrote the file.
 
 use std::fmt;
 use std::io;
 
-use fnd_walk::{FileType, Metadata};
+use fnd_walk::{is_file_name, FileType, Metadata};
 
 /// What a file must start with.
 pub const MAGIC: &[u8; 8] = b"FNDINDX\n";
@@ -955,6 +957,22 @@ impl<'a> Index<'a> {
         if next != (u64::from(self.name_count), self.names.len() as u64) {
             return Err(FormatError::Corrupt("name runs"));
         }
+        // Every name is a file name ([`is_file_name`]): a query joins names
+        // to the search root, and `d/../../x` would name a file outside it
+        // (to `-x rm`). A `/` or NUL anywhere in the table is one search of
+        // its bytes; `.` and `..` are among the names of one or two bytes.
+        if memchr::memchr2(b'/', 0, self.names).is_some()
+            || (0..self.n_runs as usize)
+                .filter(|&k| self.run(k).len <= 2)
+                .any(|k| (self.run(k).first_id..self.run_end(k)).any(|id| !is_file_name(self.name(id))))
+        {
+            return Err(FormatError::Corrupt("a name that is not a file name"));
+        }
+        let root_ok = self.root.first() == Some(&b'/')
+            && (self.root == b"/" || self.root[1..].split(|&b| b == b'/').all(is_file_name));
+        if !root_ok {
+            return Err(FormatError::Corrupt("a root that is not a real path"));
+        }
         Ok(())
     }
 
@@ -1364,7 +1382,7 @@ mod tests {
         let mut w = IndexWriter::new(b"/", 0);
         w.add_dir(Stamp::default());
         for i in 0..20u8 {
-            w.add_entry(&[&long[..], &[i]].concat(), FileType::File);
+            w.add_entry(&[&long[..], &[b'a' + i]].concat(), FileType::File);
         }
         let bytes = w.finish();
         let index = Index::parse(&bytes).unwrap();
@@ -1533,6 +1551,33 @@ mod tests {
         let names: Vec<&[u8]> = index.names().map(|(_, n)| n).collect();
         assert_eq!(names, [&b"399"[..], b"new"]);
         assert_eq!(index.dir(0).entries().map(|e| e.name).collect::<Vec<_>>(), names);
+    }
+
+    /// A name that would lead out of its directory, or a root that is not
+    /// a real path, is refused however well the file is made otherwise
+    /// (a forged index, its checksum made right).
+    #[test]
+    fn a_name_that_is_not_a_file_name_is_refused() {
+        let with = |root: &[u8], name: &[u8]| {
+            let mut w = IndexWriter::new(root, 0);
+            w.add_dir(Stamp::default());
+            w.add_entry(b"ok", FileType::Dir);
+            w.add_entry(name, FileType::File);
+            w.add_dir(Stamp::default());
+            Index::parse(&w.finish()).map(drop)
+        };
+        let refused = Err(FormatError::Corrupt("a name that is not a file name"));
+        for name in [&b"d/../../victim"[..], b"..", b".", b"/", b"a\0", b"\0"] {
+            assert_eq!(with(b"/r", name), refused, "{:?}", String::from_utf8_lossy(name));
+        }
+        for name in [&b"..."[..], b".a", b"\xff\xfe", b"a b"] {
+            assert_eq!(with(b"/r", name), Ok(()));
+        }
+        let bad_root = Err(FormatError::Corrupt("a root that is not a real path"));
+        for root in [&b""[..], b"r", b"/r/../etc", b"/r//s", b"/r/", b"/r\0"] {
+            assert_eq!(with(root, b"f"), bad_root, "{:?}", String::from_utf8_lossy(root));
+        }
+        assert_eq!(with(b"/", b"f"), Ok(()));
     }
 
     #[test]
