@@ -417,3 +417,82 @@ fn stale_ok_says_how_old_an_old_index_is() {
     assert!(err.contains("is 3 h 2 min old"), "{err}");
     assert_eq!(err.lines().count(), 1);
 }
+
+/// Issue 31's attack: an index another user wrote (built by `nobody` in
+/// a folder anyone may write, one name made `d/../../victim/secret`, its
+/// checksum made right) fed to root's `-x rm`. The file is refused for
+/// who could write it (one line naming the fix) and, trusted, for the
+/// name; either way the tree is searched instead and nothing outside it
+/// is touched.
+#[test]
+fn a_forged_index_reaches_nothing_outside_the_root() {
+    use std::os::unix::fs::chown;
+    if !fnd_test_support::hostile::nobody_available() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let b = base.path();
+    fs::set_permissions(b, fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = b.join("tree");
+    // The forged name takes the place of a name of its length.
+    let forged = b"d/../../victim/secret";
+    let decoy = "x".repeat(forged.len());
+    write(&tree, &format!("d/{decoy}"), "");
+    write(&tree, "d/kept", "");
+    write(b, "victim/secret", "root's");
+    let shared = b.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let file = shared.join("idx");
+    let file_arg = file.to_str().unwrap();
+    let Some(built) = fnd_test_support::hostile::as_nobody(
+        env!("CARGO_BIN_EXE_fnd"),
+        &["--build-index", "--index-file", file_arg],
+        &tree,
+    ) else {
+        return;
+    };
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let mut bytes = fs::read(&file).unwrap();
+    let at = bytes.windows(decoy.len()).position(|w| w == decoy.as_bytes()).unwrap();
+    bytes[at..at + forged.len()].copy_from_slice(forged);
+    fnd_index::format::seal(&mut bytes);
+    fs::write(&file, &bytes).unwrap();
+    let attack = |index: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_fnd"))
+            .args(["--indexed", "--index-file", index.to_str().unwrap(), "-t", "f", "."])
+            .arg(&tree)
+            .args(["-x", "rm", "-v"])
+            .output()
+            .unwrap()
+    };
+    let refused = |out: &Output, why: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(b.join("victim/secret").exists(), "the victim was removed: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(why) && err.contains("searching the tree"), "{err}");
+        // The walk of the tree: what is in it, and nothing else.
+        let removed = String::from_utf8_lossy(&out.stdout);
+        assert!(removed.lines().all(|l| l.contains("/tree/d/")), "{removed}");
+    };
+    let out = attack(&file);
+    refused(&out, "writable by other users, not trusted: chmod go-w");
+    // The folder safe, the file still another user's.
+    let private = b.join("private");
+    fs::create_dir(&private).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let moved = private.join("idx");
+    fs::rename(&file, &moved).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    write(&tree, "d/kept", "");
+    refused(&attack(&moved), "belongs to another user (uid 65534), not trusted");
+    // Its own user's, and writable by others.
+    chown(&moved, Some(0), Some(0)).unwrap();
+    fs::set_permissions(&moved, fs::Permissions::from_mode(0o666)).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    refused(&attack(&moved), "writable by other users");
+    // Trusted, and still refused for its name.
+    fs::set_permissions(&moved, fs::Permissions::from_mode(0o600)).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    refused(&attack(&moved), "a name that is not a file name");
+}

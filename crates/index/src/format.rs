@@ -776,7 +776,7 @@ impl IndexWriter {
     }
 }
 
-/// A checked index over its bytes (a mapped file, usually).
+/// A checked index over its bytes (a file read into memory, usually).
 #[derive(Clone, Copy)]
 pub struct Index<'a> {
     built_at: i64,
