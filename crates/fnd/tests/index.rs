@@ -496,3 +496,60 @@ fn a_forged_index_reaches_nothing_outside_the_root() {
     write(&tree, &format!("d/{decoy}"), "");
     refused(&attack(&moved), "a name that is not a file name");
 }
+
+/// An index rewritten in place while queries read it (cut short, its
+/// names overwritten, written back): each query answers from the bytes
+/// it checked, or says the index is damaged and walks the tree; never a
+/// signal, a panic or a path the tree does not hold. (Mapped, such a file
+/// gave SIGBUS, a panic, or made-up paths with exit 0.)
+#[test]
+fn an_index_rewritten_under_a_query_gives_the_tree_or_a_note() {
+    use std::os::unix::fs::FileExt;
+    let t = tree();
+    for d in 0..20 {
+        for f in 0..150 {
+            write(t.root(), &format!("many/d{d}/file{f}.txt"), "");
+        }
+    }
+    let file = t.cache.path().join("rewritten.idx");
+    let file_arg = file.to_str().unwrap();
+    assert!(t.fnd(&["--build-index", "--index-file", file_arg]).status.success());
+    let good = fs::read(&file).unwrap();
+    let live = sorted(&t.fnd(&["-u"]).stdout);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let rewriting = s.spawn(|| {
+            let mut rounds = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // The file as it is now (a checked query may have saved
+                // another in its place), opened for writing in place.
+                let Ok(f) = fs::OpenOptions::new().write(true).open(&file) else {
+                    continue;
+                };
+                match rounds % 3 {
+                    0 => f.set_len(good.len() as u64 / 2).unwrap(),
+                    1 => f
+                        .write_all_at(&vec![b'z'; good.len() / 2], (good.len() / 2) as u64)
+                        .unwrap(),
+                    _ => {}
+                }
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                f.write_all_at(&good, 0).unwrap();
+                f.set_len(good.len() as u64).unwrap();
+                rounds += 1;
+            }
+            rounds
+        });
+        for k in 0..40 {
+            let mode = if k % 2 == 0 { "--indexed=stale-ok" } else { "--indexed" };
+            let out = t.fnd(&[mode, "--index-file", file_arg, "-u"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{mode}: {:?} {err}", out.status);
+            assert!(!err.contains("panicked"), "{mode}: {err}");
+            assert!(err.lines().count() <= 1, "{mode}: {err}");
+            assert_eq!(sorted(&out.stdout), live, "{mode}: {err}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(rewriting.join().unwrap() > 0);
+    });
+}
