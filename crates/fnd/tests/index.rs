@@ -553,3 +553,47 @@ fn an_index_rewritten_under_a_query_gives_the_tree_or_a_note() {
         assert!(rewriting.join().unwrap() > 0);
     });
 }
+
+/// A checked query where no thread can start (`ulimit -u` reached: run as
+/// `nobody`, as root is not held to it) checks the index on the calling
+/// thread and answers whole.
+#[test]
+fn a_checked_query_with_no_thread_to_spare_answers_whole() {
+    use std::os::unix::fs::chown;
+    if !fnd_test_support::hostile::nobody_available() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = base.path().join("tree");
+    for d in 0..40 {
+        write(&tree, &format!("d{d}/sub/f{d}"), "");
+    }
+    // Past the margin within which a directory's stamp is not trusted:
+    // the check then reads nothing again (which needs the walk's threads).
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let folder = base.path().join("index");
+    fs::create_dir(&folder).unwrap();
+    chown(&folder, Some(65534), Some(65534)).unwrap();
+    let file = folder.join("idx");
+    let file_arg = file.to_str().unwrap();
+    let fnd = env!("CARGO_BIN_EXE_fnd");
+    let Some(built) = fnd_test_support::hostile::as_nobody(fnd, &["--build-index", "--index-file", file_arg], &tree)
+    else {
+        return;
+    };
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let live = sorted(&Command::new(fnd).args(["-u", "."]).arg(&tree).output().unwrap().stdout);
+    // One task for the user: every thread the query asks for is refused.
+    let Some(out) = fnd_test_support::hostile::as_nobody(
+        "prlimit",
+        &["--nproc=1", fnd, "--indexed", "--index-file", file_arg, "-u", "."],
+        &tree,
+    ) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(sorted(&out.stdout), live);
+}
