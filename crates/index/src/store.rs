@@ -221,9 +221,9 @@ impl Loaded {
     /// Read `f` whole from its start (`size`: what it holds, as far as
     /// is known) and check it. Read, not mapped: a file truncated under a
     /// mapping faults its reader (SIGBUS), and one rewritten in place
-    /// changes bytes already checked. A read of million's index (10.6 MB)
-    /// costs about what the page faults of its mapping cost, as the check
-    /// reads every byte either way (BENCHMARKS.md).
+    /// changes bytes already checked. The copy costs a stale-ok query of
+    /// a rare name in million (index 7.7 MB) 1.6 ms of CPU over the
+    /// mapped file, 1.2x; a checked query, within noise (BENCHMARKS.md).
     fn read(f: &fs::File, size: u64) -> Result<Loaded, OpenError> {
         // One more byte than it holds: a file that grew meanwhile is seen
         // as one (trailing bytes), not read without end.
