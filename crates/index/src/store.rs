@@ -304,6 +304,28 @@ mod tests {
         );
     }
 
+    /// A file or folder others may write is refused, naming the fix; a
+    /// sticky folder (as /tmp) is not.
+    #[test]
+    fn an_index_others_could_write_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let set = |p: &Path, mode| fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("f");
+        let file = folder.join("x.fndidx");
+        write_index(&file, &mut writer()).unwrap();
+        assert!(Loaded::open(&file).is_ok());
+        set(&file, 0o620);
+        let e = Loaded::open(&file).err().unwrap().to_string();
+        assert!(e.contains("writable by other users") && e.contains("chmod go-w"), "{e}");
+        set(&file, 0o600);
+        set(&folder, 0o777);
+        let e = Loaded::open(&file).err().unwrap().to_string();
+        assert!(e.starts_with("the folder of index"), "{e}");
+        set(&folder, 0o1777);
+        assert!(Loaded::open(&file).is_ok());
+    }
+
     #[test]
     fn an_index_that_cannot_be_saved_is_an_error_and_leaves_nothing() {
         let dir = tempfile::tempdir().unwrap();
