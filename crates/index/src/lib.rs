@@ -8,10 +8,13 @@
 //! The modules are in layers, each using only those below it (checked by
 //! `tests/layers.rs`):
 //! 1. `format`: the file's bytes, written ([`format::IndexWriter`]) and
-//!    checked and read ([`format::Index`]); a damaged file is an error.
+//!    checked and read ([`format::Index`]); a damaged file, or one with a
+//!    name that is not a file name, is an error (its parts, in `format/`:
+//!    the checksum, the names, the writer, the reader).
 //! 2. `build`: the walk's listings of a tree, written as an index.
-//! 3. `refresh`, `store`: an index brought up to date; where indexes live
-//!    and how they are replaced and read.
+//! 3. `refresh`, `store`: an index brought up to date; where indexes live,
+//!    how they are replaced, and read (whole, and only when no other user
+//!    could have written them).
 //!
 //! ```
 //! use fnd_index::{build, format::Index, refresh, store};
