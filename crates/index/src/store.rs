@@ -200,7 +200,13 @@ impl Loaded {
             return Err(OpenError::Io(io::Error::from(io::ErrorKind::IsADirectory)));
         };
         let flags = OFlags::RDONLY | OFlags::CLOEXEC;
-        let dir = rustix::fs::open(folder, flags | OFlags::DIRECTORY, Mode::empty()).map_err(|e| missing(e.into()))?;
+        // `O_PATH`: a folder one may enter but not list holds indexes too.
+        let dir = rustix::fs::open(
+            folder,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| missing(e.into()))?;
         trusted(
             folder,
             &rustix::fs::fstat(&dir).map_err(|e| OpenError::Io(e.into()))?,
