@@ -137,6 +137,10 @@ fn read_roots(r: &mut Reader<'_>) -> Result<Vec<Root>, Error> {
                     .ok_or_else(|| r.error("an entry has no name"))?;
                 let size = done.size.ok_or_else(|| r.error("an entry has no size"))?;
                 match open.last_mut() {
+                    // An entry's name is joined to its parent's path (to
+                    // delete it, in the browser): one that leads elsewhere
+                    // makes the whole file untrusted.
+                    Some(_) if !fnd_walk::is_file_name(&name) => return Err(r.error("a name that is not a file name")),
                     Some(parent) => parent.kids.dir(&name, size, done.kids),
                     None => roots.push(Root::new(&name, done.kids.into_node(size))),
                 }
@@ -239,6 +243,14 @@ mod tests {
                 "not an array",
             ),
             (b"{\"roots\":[]} x", "trailing"),
+            (
+                b"{\"roots\":[{\"name\":\"a\",\"size\":1,\"children\":[{\"name\":\"../x\",\"size\":1}]}]}",
+                "not a file name",
+            ),
+            (
+                b"{\"roots\":[{\"name\":\"a\",\"size\":1,\"children\":[{\"name_bytes\":[46,46],\"size\":1}]}]}",
+                "not a file name",
+            ),
             (
                 b"{\"roots\":[{\"name\":\"a\",\"size\":1,\"children\":[{\"name\":\"b\"",
                 "end of input",

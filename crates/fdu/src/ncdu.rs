@@ -104,6 +104,12 @@ fn read_export(r: &mut Reader<'_>, measure: Measure, count_links: bool) -> Resul
         match event {
             Event::BeginObject => {
                 let info = read_info(r)?;
+                // Below the root (a path), a name is joined to its
+                // parent's: one that leads elsewhere makes the whole export
+                // untrusted.
+                if !open.is_empty() && info.name.as_deref().is_some_and(|n| !fnd_walk::is_file_name(n)) {
+                    return Err(r.error("a name that is not a file name"));
+                }
                 let parent_dev = open.last().copied().flatten();
                 let skipped = open.last().is_some_and(Option::is_none);
                 let dev = info.dev.or(parent_dev).unwrap_or(0);
@@ -378,6 +384,9 @@ mod tests {
             b"[1,2,{},[{\"name\":\"/\"},3]]",
             b"[1,2,{},[{\"asize\":1}]]",
             b"[1,2,{},[{\"name\":\"/\",\"asize\":-1}]]",
+            b"[1,2,{},[{\"name\":\"/r\"},{\"name\":\"d/../../x\"}]]",
+            b"[1,2,{},[{\"name\":\"/r\"},[{\"name\":\"..\"}]]]",
+            b"[1,2,{},[{\"name\":\"/r\"},{\"name\":\"\"}]]",
         ] {
             assert!(read(bad, Measure::Disk).is_err(), "{}", String::from_utf8_lossy(bad));
         }

@@ -226,6 +226,9 @@ fn read_kids(r: &mut Reader<'_>) -> Result<TreeBuilder, DecodeError> {
         }
         top.left -= 1;
         let name = r.bytes()?;
+        if !fnd_walk::is_file_name(name) {
+            return Err(r.error("a name that is not a file name"));
+        }
         let amount = r.u64()?;
         let left = r.count(ENTRY_MIN)?;
         if left == 0 {
@@ -469,5 +472,12 @@ mod tests {
         // A count of four billion claims in a few bytes.
         assert!(Claim::decode_all(&[0xff, 0xff, 0xff, 0xff, 0]).is_err());
         assert!(RankEnd::decode(&[2, 0, 0, 0, 0]).is_err());
+        for name in [&b".."[..], b"a/b", b"", b"\0"] {
+            let mut kids = TreeBuilder::default();
+            kids.leaf(name, 1);
+            let node = kids.into_node(1);
+            let bytes = Subtotal::encode(1, usage(1), Some((b"top", &node)));
+            assert!(Subtotal::decode(&bytes).is_err(), "{name:?}");
+        }
     }
 }

@@ -18,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use fnd_index::format::Index;
-use fnd_index::store::{self, Mapped, OpenError};
+use fnd_index::store::{self, Loaded, OpenError};
 use fnd_index::{build, refresh};
 use fnd_walk::meta::stat_path;
 use fnd_walk::{DirInfo, EntryFilter, FileType, FilterState, Metadata, Order, RawEntry};
@@ -492,10 +492,14 @@ fn run_boxed<W: Emit + Send>(
         ));
         return Err(search);
     };
-    let mapped = match Mapped::open(&file) {
-        Ok(m) => m,
+    let loaded = match Loaded::open(&file) {
+        Ok(l) => l,
         Err(OpenError::Missing) => {
             note(format_args!("no index at '{}'; searching the tree", file.display()));
+            return Err(search);
+        }
+        Err(e @ OpenError::Untrusted(_)) => {
+            note(format_args!("{e}; searching the tree"));
             return Err(search);
         }
         Err(e) => {
@@ -503,14 +507,12 @@ fn run_boxed<W: Emit + Send>(
             return Err(search);
         }
     };
-    // The index answered from: the file as mapped, or the one a refresh
-    // saved (the old one unmapped first: with both, and the new one made
-    // in memory, a refresh of million peaked at 41 MB), or, when it could
-    // not be saved, made in memory.
-    let mut fresh_bytes = None;
-    let mapped = match freshness {
+    // The index answered from: the file as read, or the one a refresh
+    // saved (the old one dropped first), or, when it could not be saved,
+    // made in memory.
+    let loaded = match freshness {
         Freshness::StaleOk => {
-            let index = mapped.index();
+            let index = loaded.index();
             let age = build::now() - index.built_at();
             if age > 3600 {
                 note(format_args!(
@@ -520,21 +522,21 @@ fn run_boxed<W: Emit + Send>(
                     age % 3600 / 60
                 ));
             }
-            Some(mapped)
+            loaded
         }
-        Freshness::Checked => match refresh::refresh(&mapped.index(), search.threads) {
-            Ok(refresh::Refresh { writer: None, .. }) => Some(mapped),
+        Freshness::Checked => match refresh::refresh(&loaded.index(), search.threads) {
+            Ok(refresh::Refresh { writer: None, .. }) => loaded,
             Ok(refresh::Refresh {
-                writer: Some(mut writer),
-                ..
+                writer: Some(writer), ..
             }) => {
-                drop(mapped);
-                let saved = store::save(&file, &mut writer).ok();
-                if saved.is_none() {
-                    // A query answers even when the index cannot be saved.
-                    fresh_bytes = Some(writer.finish());
+                drop(loaded);
+                match store::save(&file, writer) {
+                    Ok(saved) => saved,
+                    Err(e) => {
+                        note(format_args!("index '{}': {e}; searching the tree", file.display()));
+                        return Err(search);
+                    }
                 }
-                saved
             }
             Err(e) => {
                 note(format_args!("could not check the index: {e}; searching the tree"));
@@ -542,14 +544,7 @@ fn run_boxed<W: Emit + Send>(
             }
         },
     };
-    let index = match (&mapped, &fresh_bytes) {
-        (Some(m), _) => m.index(),
-        (None, Some(bytes)) => match Index::reread(bytes) {
-            Ok(i) => i,
-            Err(_) => return Err(search),
-        },
-        (None, None) => return Err(search),
-    };
+    let index = loaded.index();
     // Every root must lie under the index's root, in a directory it read.
     let index_root = Path::new(OsStr::from_bytes(index.root()));
     let mut starts = Vec::new();

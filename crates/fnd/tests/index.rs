@@ -417,3 +417,183 @@ fn stale_ok_says_how_old_an_old_index_is() {
     assert!(err.contains("is 3 h 2 min old"), "{err}");
     assert_eq!(err.lines().count(), 1);
 }
+
+/// Issue 31's attack: an index another user wrote (built by `nobody` in
+/// a folder anyone may write, one name made `d/../../victim/secret`, its
+/// checksum made right) fed to root's `-x rm`. The file is refused for
+/// who could write it (one line naming the fix) and, trusted, for the
+/// name; either way the tree is searched instead and nothing outside it
+/// is touched.
+#[test]
+fn a_forged_index_reaches_nothing_outside_the_root() {
+    use std::os::unix::fs::chown;
+    if !fnd_test_support::hostile::nobody_available() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let b = base.path();
+    fs::set_permissions(b, fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = b.join("tree");
+    // The forged name takes the place of a name of its length.
+    let forged = b"d/../../victim/secret";
+    let decoy = "x".repeat(forged.len());
+    write(&tree, &format!("d/{decoy}"), "");
+    write(&tree, "d/kept", "");
+    write(b, "victim/secret", "root's");
+    let shared = b.join("shared");
+    fs::create_dir(&shared).unwrap();
+    fs::set_permissions(&shared, fs::Permissions::from_mode(0o777)).unwrap();
+    let file = shared.join("idx");
+    let file_arg = file.to_str().unwrap();
+    let Some(built) = fnd_test_support::hostile::as_nobody(
+        env!("CARGO_BIN_EXE_fnd"),
+        &["--build-index", "--index-file", file_arg],
+        &tree,
+    ) else {
+        return;
+    };
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let mut bytes = fs::read(&file).unwrap();
+    let at = bytes.windows(decoy.len()).position(|w| w == decoy.as_bytes()).unwrap();
+    bytes[at..at + forged.len()].copy_from_slice(forged);
+    fnd_index::format::seal(&mut bytes);
+    fs::write(&file, &bytes).unwrap();
+    let attack = |index: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_fnd"))
+            .args(["--indexed", "--index-file", index.to_str().unwrap(), "-t", "f", "."])
+            .arg(&tree)
+            .args(["-x", "rm", "-v"])
+            .output()
+            .unwrap()
+    };
+    let refused = |out: &Output, why: &str| {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(b.join("victim/secret").exists(), "the victim was removed: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(why) && err.contains("searching the tree"), "{err}");
+        // The walk of the tree: what is in it, and nothing else.
+        let removed = String::from_utf8_lossy(&out.stdout);
+        assert!(removed.lines().all(|l| l.contains("/tree/d/")), "{removed}");
+    };
+    let out = attack(&file);
+    refused(&out, "writable by other users, not trusted: chmod go-w");
+    // The folder safe, the file still another user's.
+    let private = b.join("private");
+    fs::create_dir(&private).unwrap();
+    fs::set_permissions(&private, fs::Permissions::from_mode(0o700)).unwrap();
+    let moved = private.join("idx");
+    fs::rename(&file, &moved).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    write(&tree, "d/kept", "");
+    refused(&attack(&moved), "belongs to another user (uid 65534), not trusted");
+    // Its own user's, and writable by others.
+    chown(&moved, Some(0), Some(0)).unwrap();
+    fs::set_permissions(&moved, fs::Permissions::from_mode(0o666)).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    refused(&attack(&moved), "writable by other users");
+    // Trusted, and still refused for its name.
+    fs::set_permissions(&moved, fs::Permissions::from_mode(0o600)).unwrap();
+    write(&tree, &format!("d/{decoy}"), "");
+    refused(&attack(&moved), "a name that is not a file name");
+}
+
+/// An index rewritten in place while queries read it (cut short, its
+/// names overwritten, written back): each query answers from the bytes
+/// it checked, or says the index is damaged and walks the tree; never a
+/// signal, a panic or a path the tree does not hold. (Mapped, such a file
+/// gave SIGBUS, a panic, or made-up paths with exit 0.)
+#[test]
+fn an_index_rewritten_under_a_query_gives_the_tree_or_a_note() {
+    use std::os::unix::fs::FileExt;
+    let t = tree();
+    for d in 0..20 {
+        for f in 0..150 {
+            write(t.root(), &format!("many/d{d}/file{f}.txt"), "");
+        }
+    }
+    let file = t.cache.path().join("rewritten.idx");
+    let file_arg = file.to_str().unwrap();
+    assert!(t.fnd(&["--build-index", "--index-file", file_arg]).status.success());
+    let good = fs::read(&file).unwrap();
+    let live = sorted(&t.fnd(&["-u"]).stdout);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let rewriting = s.spawn(|| {
+            let mut rounds = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // The file as it is now (a checked query may have saved
+                // another in its place), opened for writing in place.
+                let Ok(f) = fs::OpenOptions::new().write(true).open(&file) else {
+                    continue;
+                };
+                match rounds % 3 {
+                    0 => f.set_len(good.len() as u64 / 2).unwrap(),
+                    1 => f
+                        .write_all_at(&vec![b'z'; good.len() / 2], (good.len() / 2) as u64)
+                        .unwrap(),
+                    _ => {}
+                }
+                std::thread::sleep(std::time::Duration::from_micros(300));
+                f.write_all_at(&good, 0).unwrap();
+                f.set_len(good.len() as u64).unwrap();
+                rounds += 1;
+            }
+            rounds
+        });
+        for k in 0..40 {
+            let mode = if k % 2 == 0 { "--indexed=stale-ok" } else { "--indexed" };
+            let out = t.fnd(&[mode, "--index-file", file_arg, "-u"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(0), "{mode}: {:?} {err}", out.status);
+            assert!(!err.contains("panicked"), "{mode}: {err}");
+            assert!(err.lines().count() <= 1, "{mode}: {err}");
+            assert_eq!(sorted(&out.stdout), live, "{mode}: {err}");
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(rewriting.join().unwrap() > 0);
+    });
+}
+
+/// A checked query where no thread can start (`ulimit -u` reached: run as
+/// `nobody`, as root is not held to it) checks the index on the calling
+/// thread and answers whole.
+#[test]
+fn a_checked_query_with_no_thread_to_spare_answers_whole() {
+    use std::os::unix::fs::chown;
+    if !fnd_test_support::hostile::nobody_available() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    fs::set_permissions(base.path(), fs::Permissions::from_mode(0o755)).unwrap();
+    let tree = base.path().join("tree");
+    for d in 0..40 {
+        write(&tree, &format!("d{d}/sub/f{d}"), "");
+    }
+    // Past the margin within which a directory's stamp is not trusted:
+    // the check then reads nothing again (which needs the walk's threads).
+    std::thread::sleep(std::time::Duration::from_millis(60));
+    let folder = base.path().join("index");
+    fs::create_dir(&folder).unwrap();
+    chown(&folder, Some(65534), Some(65534)).unwrap();
+    let file = folder.join("idx");
+    let file_arg = file.to_str().unwrap();
+    let fnd = env!("CARGO_BIN_EXE_fnd");
+    let Some(built) = fnd_test_support::hostile::as_nobody(fnd, &["--build-index", "--index-file", file_arg], &tree)
+    else {
+        return;
+    };
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let live = sorted(&Command::new(fnd).args(["-u", "."]).arg(&tree).output().unwrap().stdout);
+    // One task for the user: every thread the query asks for is refused.
+    let Some(out) = fnd_test_support::hostile::as_nobody(
+        "prlimit",
+        &["--nproc=1", fnd, "--indexed", "--index-file", file_arg, "-u", "."],
+        &tree,
+    ) else {
+        return;
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(sorted(&out.stdout), live);
+}

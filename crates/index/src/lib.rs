@@ -2,16 +2,19 @@
 //! (each distinct name stored once), each directory's identity and change
 //! stamp (device, and inode and ctime as one digest); built with the
 //! walk, stored compactly, replaced atomically,
-//! read through a memory map, and brought up to date with one `stat` per
-//! directory.
+//! read into memory from files no other user can write, and brought up to
+//! date with one `stat` per directory.
 //!
 //! The modules are in layers, each using only those below it (checked by
 //! `tests/layers.rs`):
 //! 1. `format`: the file's bytes, written ([`format::IndexWriter`]) and
-//!    checked and read ([`format::Index`]); a damaged file is an error.
+//!    checked and read ([`format::Index`]); a damaged file, or one with a
+//!    name that is not a file name, is an error (its parts, in `format/`:
+//!    the checksum, the names, the writer, the reader).
 //! 2. `build`: the walk's listings of a tree, written as an index.
-//! 3. `refresh`, `store`: an index brought up to date; where indexes live
-//!    and how they are replaced and mapped.
+//! 3. `refresh`, `store`: an index brought up to date; where indexes live,
+//!    how they are replaced, and read (whole, and only when no other user
+//!    could have written them).
 //!
 //! ```
 //! use fnd_index::{build, format::Index, refresh, store};
@@ -24,10 +27,10 @@
 //! # let cache = tempfile::tempdir().unwrap();
 //! let file = store::file_for(cache.path(), &root);
 //! store::write_index(&file, &mut build::build(&root, 2).unwrap()).unwrap();
-//! let mapped = store::Mapped::open(&file).unwrap();
-//! assert!(mapped.index().find(b"src").is_some());
+//! let loaded = store::Loaded::open(&file).unwrap();
+//! assert!(loaded.index().find(b"src").is_some());
 //! std::fs::write(root.join("src/new.rs"), "").unwrap();
-//! let fresh = refresh::refresh(&mapped.index(), 2).unwrap();
+//! let fresh = refresh::refresh(&loaded.index(), 2).unwrap();
 //! assert_eq!(fresh.changed, 1);
 //! let bytes = fresh.writer.unwrap().finish();
 //! let index = Index::parse(&bytes).unwrap();

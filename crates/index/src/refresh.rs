@@ -58,34 +58,41 @@ fn changed_rows(index: &Index<'_>, threads: usize) -> Vec<Changed> {
     });
     let next_by_path = std::sync::atomic::AtomicUsize::new(0);
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let t = next_by_path.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some((row, parent, path)) = by_path.get(t) else {
+                break;
+            };
+            if differs(*row, stat_synced(rustix::fs::CWD, path)) {
+                out.push(Changed {
+                    row: *row,
+                    parent: *parent,
+                    path: path.clone(),
+                });
+            }
+        }
+        loop {
+            let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(task) = tasks.get(t) else { break };
+            check_below(index, task, &differs, &mut out);
+        }
+        out
+    };
+    // The calling thread checks too, with as many more as start (where
+    // the system refuses threads, a pids limit or `ulimit -u`, the check
+    // goes on with those it has, or on this thread alone).
     let found: Vec<Vec<Changed>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut out = Vec::new();
-                    loop {
-                        let t = next_by_path.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((row, parent, path)) = by_path.get(t) else {
-                            break;
-                        };
-                        if differs(*row, stat_synced(rustix::fs::CWD, path)) {
-                            out.push(Changed {
-                                row: *row,
-                                parent: *parent,
-                                path: path.clone(),
-                            });
-                        }
-                    }
-                    loop {
-                        let t = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(task) = tasks.get(t) else { break };
-                        check_below(index, task, &differs, &mut out);
-                    }
-                    out
-                })
-            })
+        let handles: Vec<_> = (1..threads)
+            .map_while(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_default()).collect()
+        let mine = work();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .chain([mine])
+            .collect()
     });
     let mut changed: Vec<Changed> = found.into_iter().flatten().collect();
     // In row order (the root first), whichever thread found them.

@@ -404,6 +404,11 @@ impl PendingDir {
         let mut r = Reader::new(buf);
         let root = r.u32()?;
         let path = r.bytes()?.to_vec();
+        // The path as the sending walk spelt it (from the root given, so
+        // `..` may be part of it): any bytes but NUL, which no path holds.
+        if path.contains(&0) {
+            return Err(r.error("a path with a NUL byte"));
+        }
         let depth = r.u32()?;
         let follow = match r.u8()? {
             0 => false,
@@ -532,6 +537,14 @@ mod tests {
             assert!(PendingDir::decode(&longer).is_err());
         }
         let b = d.encode();
+        let nul = PendingDir {
+            path: b"a/\0/b".to_vec(),
+            ..d.clone()
+        };
+        assert_eq!(
+            PendingDir::decode(&nul.encode()).unwrap_err().what,
+            "a path with a NUL byte"
+        );
         let mut bad = b.clone();
         bad[4 + 4 + d.path.len() + 4] = 2;
         assert!(PendingDir::decode(&bad).is_err());

@@ -30,6 +30,23 @@ use crate::filter::FilterState;
 pub use crate::meta::FileType;
 use crate::meta::Metadata;
 
+/// Whether `name` can be one entry's name in a directory: not empty, not
+/// `.` or `..`, without `/` or NUL. What a listing gives always is; a name
+/// read from a file or a message (an index, an export, another rank's
+/// tree) that is not would reach outside its directory when joined to a
+/// path, and the whole input is to be refused.
+///
+/// ```
+/// use fnd_walk::is_file_name;
+///
+/// assert!(is_file_name(b"main.rs") && is_file_name(b"...") && is_file_name(b"\xff"));
+/// assert!(!is_file_name(b"") && !is_file_name(b"..") && !is_file_name(b"d/../x"));
+/// assert!(!is_file_name(b"a\0b"));
+/// ```
+pub fn is_file_name(name: &[u8]) -> bool {
+    !matches!(name, b"" | b"." | b"..") && !name.iter().any(|&b| b == b'/' || b == 0)
+}
+
 /// One entry's place in a chunk: the name lives in the chunk's shared name buffer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Slot {

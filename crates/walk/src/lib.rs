@@ -134,7 +134,7 @@ mod visit;
 mod walker;
 
 pub use builder::{cores, WalkBuilder, MAX_THREADS};
-pub use entry::{Chunk, ChunkBuf, Entry, EntryRef};
+pub use entry::{is_file_name, Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
 pub use iter::{Chunks, Walk};
