@@ -27,11 +27,13 @@
 //! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
 //!   ncdu's export format (`-o`); [`tally`]: the walk of `--by`;
 //! - `ranks` (feature `mpi`): the whole command as one rank of an MPI job;
-//!   [`browse`]: `-i`, the scanned tree in a full-screen browser.
+//!   [`browse`]: `-i`, the scanned tree in a full-screen browser; [`diff`]:
+//!   `--diff`, two scans compared (one may be live).
 
 pub mod browse;
 pub mod cli;
 pub mod command;
+pub mod diff;
 pub mod exclude;
 pub mod export;
 pub mod exports;
@@ -82,6 +84,9 @@ pub fn run() -> ExitCode {
         }
         Err(e) => usage_exit(e),
     };
+    if settings.diff.is_some() {
+        return diff::run(settings);
+    }
     if !settings.by.is_empty() {
         return match settings.input_file.clone() {
             Some(file) => tally::run_export(settings, &file),

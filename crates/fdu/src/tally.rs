@@ -134,6 +134,51 @@ impl Grouping {
         }
     }
 
+    /// The parallel walk below the directory `path` (metadata `m`), with
+    /// stats, `--exclude`, `-x`, `-L` and the operand rules (`--diff`'s
+    /// live side walks the same way).
+    pub fn walk(&'static self, path: &[u8], m: &Metadata) -> WalkBuilder {
+        self.root_dev.store(m.dev, Relaxed);
+        let settings = &self.settings;
+        WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
+            .order(Order::Parallel)
+            .threads(settings.threads)
+            .io_depth(settings.io_depth)
+            .metadata(true)
+            .min_depth(1)
+            .follow_links(settings.follow == Follow::All)
+            .filter(Some(Arc::new(ByFilter { grouping: self })))
+    }
+
+    /// Whether the entry of a walk counts in this operand (one inside
+    /// an earlier operand does not).
+    pub fn counts(&self, m: &Metadata) -> bool {
+        !self.stat_dirs || self.operands.counts(m.dev, m.ino)
+    }
+
+    /// Report an entry the walk could not stat; the run fails.
+    pub fn cannot_stat(&self, entry: &fnd_walk::EntryRef<'_>, path: &mut Vec<u8>) {
+        path.clear();
+        entry.write_path(path);
+        match entry.metadata() {
+            Err(e) => self.error(&format!("cannot access {}: {}", quote(path), error_text(&e))),
+            Ok(_) => self.error(&format!("cannot access {}", quote(path))),
+        }
+    }
+
+    /// Report a directory the walk could not read; the run fails.
+    pub fn cannot_read(&self, error: &Error) {
+        if let fnd_walk::ErrorKind::Loop { .. } = error.kind() {
+            return;
+        }
+        let path = error.path().as_os_str().as_bytes();
+        self.error(&format!(
+            "cannot read directory {}: {}",
+            quote(path),
+            error_text(&error.io_error())
+        ));
+    }
+
     /// An operand: itself, and below it if it is a directory, walked by `walker`.
     pub fn operand(&'static self, path: &[u8], m: &Metadata, walker: &impl Walker, include_self: bool) -> Found {
         let mut found = Found::default();
@@ -144,16 +189,7 @@ impl Grouping {
         if !m.is_dir() {
             return found;
         }
-        self.root_dev.store(m.dev, Relaxed);
-        let settings = &self.settings;
-        let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
-            .order(Order::Parallel)
-            .threads(settings.threads)
-            .io_depth(settings.io_depth)
-            .metadata(true)
-            .min_depth(1)
-            .follow_links(settings.follow == Follow::All)
-            .filter(Some(Arc::new(ByFilter { grouping: self })));
+        let walk = self.walk(path, m);
         walker.visit(
             walk,
             || ByVisitor {
@@ -262,15 +298,10 @@ impl Visitor for ByVisitor {
         let g = self.grouping;
         for entry in chunk.iter() {
             let Some(m) = entry.cached_metadata() else {
-                self.path.clear();
-                entry.write_path(&mut self.path);
-                match entry.metadata() {
-                    Err(e) => g.error(&format!("cannot access {}: {}", quote(&self.path), error_text(&e))),
-                    Ok(_) => g.error(&format!("cannot access {}", quote(&self.path))),
-                }
+                g.cannot_stat(&entry, &mut self.path);
                 continue;
             };
-            if g.stat_dirs && !g.operands.counts(m.dev, m.ino) {
+            if !g.counts(m) {
                 continue;
             }
             let path = || {
@@ -289,15 +320,7 @@ impl Visitor for ByVisitor {
     }
 
     fn error(&mut self, error: Error) -> Flow {
-        if let fnd_walk::ErrorKind::Loop { .. } = error.kind() {
-            return Flow::Continue;
-        }
-        let path = error.path().as_os_str().as_bytes();
-        self.grouping.error(&format!(
-            "cannot read directory {}: {}",
-            quote(path),
-            error_text(&error.io_error())
-        ));
+        self.grouping.cannot_read(&error);
         Flow::Continue
     }
 }

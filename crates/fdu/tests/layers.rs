@@ -25,7 +25,7 @@ fn modules_import_only_downwards() {
             &["node"],
             &["hardlinks", "relay"],
             &["scan", "export", "tally"],
-            &["ranks", "browse"],
+            &["ranks", "browse", "diff"],
         ],
     );
 }
