@@ -20,7 +20,9 @@
 //! as it streams (or as the walk reads it), and OLD is read a second time
 //! for the paths of what is shown of it. A multiply-linked file counts at
 //! the link whose path hashes lowest, on both sides, so the same tree
-//! gives the same totals whichever order its scans met the links in.
+//! gives the same totals whichever order its scans met the links in
+//! (a `--json` tree has its totals from du's rule, and lists only the
+//! link that counted: against one, a file's other links are not news).
 
 use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
@@ -89,6 +91,9 @@ struct Side {
     dirs: HashMap<u64, u64>,
     /// The root as the scan names it.
     root: Vec<u8>,
+    /// A `--json` tree lists a multiply-linked file at the link that
+    /// counts only: its other links are neither there nor gone.
+    one_link_only: bool,
 }
 
 /// Something NEW has and OLD had not, at its topmost.
@@ -171,7 +176,8 @@ impl Sink for Reading<'_> {
         }
         self.side.files.insert(hash);
         if let Some(old) = self.old.as_deref_mut() {
-            if !old.files.remove(&hash) && topmost(old) {
+            let unlisted_link = old.one_link_only && e.hard_link;
+            if !old.files.remove(&hash) && topmost(old) && !unlisted_link {
                 self.appeared.push(Appeared {
                     hash,
                     is_dir: false,
@@ -233,8 +239,10 @@ fn read_side(
         mut side,
         links,
         appeared,
+        totals_given,
         ..
     } = reading;
+    side.one_link_only = totals_given;
     resolve_links(links, &mut side.dirs);
     Ok((side, appeared))
 }
@@ -244,6 +252,8 @@ struct Paths<'a> {
     new_dirs: &'a HashMap<u64, u64>,
     /// OLD's files NEW does not have.
     gone_files: &'a HashSet<u64>,
+    /// NEW is a `--json` tree, which lists one link of a file.
+    new_one_link_only: bool,
     old_dirs: &'a HashMap<u64, u64>,
     /// The changed directories shown, by hash: their paths go here.
     wanted: HashMap<u64, Option<Vec<u8>>>,
@@ -269,7 +279,7 @@ impl Sink for Paths<'_> {
         } else {
             self.gone_files.contains(&hash)
         };
-        if gone && topmost {
+        if gone && topmost && !(self.new_one_link_only && e.hard_link) {
             let amount = if e.is_dir {
                 self.old_dirs.get(&hash).copied().unwrap_or(0)
             } else {
@@ -391,7 +401,7 @@ impl Visitor for LiveVisitor<'_> {
             }
             if self.old.files.contains(&hash) {
                 self.live.matched.push(hash);
-            } else if topmost {
+            } else if topmost && !(self.old.one_link_only && m.nlink > 1) {
                 self.live.appeared.push(Appeared {
                     hash,
                     is_dir: false,
@@ -480,6 +490,7 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
         files: HashSet::new(),
         dirs,
         root: root.to_vec(),
+        one_link_only: false,
     };
     Ok((side, appeared, grouping.failed()))
 }
@@ -557,6 +568,7 @@ fn compare(settings: &Settings) -> Result<bool, String> {
     let mut paths = Paths {
         new_dirs: &new.dirs,
         gone_files: &old.files,
+        new_one_link_only: new.one_link_only,
         old_dirs: &old.dirs,
         wanted: changed.iter().map(|c| (c.hash, None)).collect(),
         gone: Vec::new(),
