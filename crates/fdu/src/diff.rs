@@ -84,7 +84,8 @@ fn resolve_links(mut links: Vec<Link>, dirs: &mut HashMap<u64, u64>) {
     }
 }
 
-/// What a scan leaves to compare: its files' hashes and its directories' totals.
+/// What a scan leaves to compare: its directories' totals, and OLD's
+/// files' hashes (NEW's are only compared).
 #[derive(Default)]
 struct Side {
     files: HashSet<u64>,
@@ -174,7 +175,6 @@ impl Sink for Reading<'_> {
             self.open.push((hash, e.amount, len));
             return Ok(());
         }
-        self.side.files.insert(hash);
         if let Some(old) = self.old.as_deref_mut() {
             let unlisted_link = old.one_link_only && e.hard_link;
             if !old.files.remove(&hash) && topmost(old) && !unlisted_link {
@@ -185,6 +185,9 @@ impl Sink for Reading<'_> {
                     path: join(&self.path, &e.name),
                 });
             }
+        } else {
+            // OLD: what NEW does not take out of this set is gone.
+            self.side.files.insert(hash);
         }
         let amount = if e.hard_link {
             if e.nlink.is_some() {

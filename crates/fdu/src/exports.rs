@@ -165,6 +165,8 @@ pub trait Sink {
 /// Read `input` (of whatever format it is) into `sink`; `measure` picks
 /// ncdu's `dsize`, `asize` or one per entry. The error is a sentence.
 pub fn read(input: &Input, measure: Measure, sink: &mut dyn Sink) -> Result<Format, String> {
+    // Read again from the start, its pages are given back again.
+    input.released.set(0);
     let text = input.as_slice();
     let first = text.iter().find(|b| !b.is_ascii_whitespace());
     let mut r = Reader::new(text);
