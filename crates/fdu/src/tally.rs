@@ -39,6 +39,59 @@ pub struct Found {
     pub links: Vec<Link>,
 }
 
+impl Found {
+    /// What a rank found, and whether it failed, for rank 0.
+    pub fn encode(&self, failed: bool) -> Vec<u8> {
+        let mut w = fnd_mpi::codec::Writer::new();
+        w.u8(u8::from(failed))
+            .bytes(&self.table.encode())
+            .u32(self.links.len() as u32);
+        for l in &self.links {
+            w.u64(l.dev).u64(l.ino).bytes(&l.path).bytes(&l.key);
+            w.u64(l.tally.disk).u64(l.tally.apparent).u64(l.tally.count);
+        }
+        w.finish()
+    }
+
+    /// What [`Found::encode`] wrote, checked against `keys`.
+    pub fn decode(keys: &[crate::settings::GroupKey], bytes: &[u8]) -> Result<(Found, bool), String> {
+        let mut r = fnd_mpi::codec::Reader::new(bytes);
+        let e = |e: fnd_mpi::codec::DecodeError| e.to_string();
+        let failed = r.u8().map_err(e)? != 0;
+        let table = Table::decode(keys, r.bytes().map_err(e)?)?;
+        let n = r.count(8 + 8 + 4 + 4 + 24).map_err(e)?;
+        let mut links = Vec::with_capacity(n);
+        for _ in 0..n {
+            let (dev, ino) = (r.u64().map_err(e)?, r.u64().map_err(e)?);
+            let path = r.bytes().map_err(e)?.to_vec();
+            let key = r.bytes().map_err(e)?.to_vec();
+            if crate::groups::unpack(keys, &key).is_none() {
+                return Err("a link's group does not fit the keys".into());
+            }
+            let tally = Tally {
+                disk: r.u64().map_err(e)?,
+                apparent: r.u64().map_err(e)?,
+                count: r.u64().map_err(e)?,
+            };
+            links.push(Link {
+                dev,
+                ino,
+                path,
+                key,
+                tally,
+            });
+        }
+        r.end().map_err(e)?;
+        Ok((Found { table, links }, failed))
+    }
+
+    /// Another part's groups and links added to these.
+    pub fn merge(&mut self, other: Found) {
+        self.table.merge(other.table);
+        self.links.extend(other.links);
+    }
+}
+
 /// One link of a multiply-linked file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Link {
@@ -88,6 +141,25 @@ impl Grouping {
     fn error(&self, message: &str) {
         self.failed.store(true, Relaxed);
         report(message);
+    }
+
+    /// An operand that cannot be statted (`None`: a symlink to follow
+    /// that leads nowhere, for which du gives no reason); the run fails.
+    pub fn cannot_access(&self, path: &[u8], err: Option<&std::io::Error>) {
+        match err {
+            Some(e) => self.error(&format!("cannot access {}: {}", quote(path), error_text(e))),
+            None => self.error(&format!("cannot access {}", quote(path))),
+        }
+    }
+
+    /// The operands met inside an earlier one so far (by this process).
+    pub fn seen(&self) -> Vec<u32> {
+        self.operands.seen()
+    }
+
+    /// Operand `index` was met inside an earlier one (by another process).
+    pub fn mark_seen(&self, index: usize) {
+        self.operands.mark_seen(index);
     }
 
     /// Whether an operand is left out by `--exclude`.
