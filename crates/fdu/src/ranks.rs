@@ -721,6 +721,15 @@ fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
         job.wait_over();
         job.finish(Vec::new());
         found.merge(part);
+        if std::env::var_os("FND_MPI_STATS").is_some() {
+            use std::io::Write;
+            let c = ranks.counts();
+            let line = format!(
+                "fdu-mpi: rank {rank}: {} directories read, {} received, {} given\n",
+                c.dirs_read, c.dirs_received, c.dirs_given
+            );
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
         // Every rank skips the same later operands: those any rank met here.
         // (A leading byte: MPI refuses a gather of nothing at all.)
         let mut seen = vec![1u8];
