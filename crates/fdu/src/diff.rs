@@ -79,7 +79,8 @@ fn resolve_links(mut links: Vec<Link>, dirs: &mut HashMap<u64, u64>) {
         }
         last = Some((link.dev, link.ino));
         for d in &link.dirs {
-            *dirs.entry(*d).or_default() += link.amount;
+            let t = dirs.entry(*d).or_default();
+            *t = t.saturating_add(link.amount);
         }
     }
 }
@@ -206,7 +207,7 @@ impl Sink for Reading<'_> {
             e.amount
         };
         if let Some(top) = self.open.last_mut().filter(|_| !self.totals_given) {
-            top.1 += amount;
+            top.1 = top.1.saturating_add(amount);
         }
         Ok(())
     }
@@ -219,7 +220,7 @@ impl Sink for Reading<'_> {
         self.side.dirs.insert(hash, total);
         if !self.totals_given {
             if let Some(parent) = self.open.last_mut() {
-                parent.1 += total;
+                parent.1 = parent.1.saturating_add(total);
             }
         }
         self.path.truncate(len);

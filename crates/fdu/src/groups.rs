@@ -106,10 +106,11 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Saturating: the counters may come from a file or another rank.
     pub fn add(&mut self, other: Tally) {
-        self.disk += other.disk;
-        self.apparent += other.apparent;
-        self.count += other.count;
+        self.disk = self.disk.saturating_add(other.disk);
+        self.apparent = self.apparent.saturating_add(other.apparent);
+        self.count = self.count.saturating_add(other.count);
     }
 }
 
