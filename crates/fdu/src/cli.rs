@@ -81,6 +81,10 @@ pub fn command() -> Command {
         .arg(Arg::new("input-file").short('f').long("input-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read an export in ncdu's format (ncdu -o, gdu -o; - for stdin) instead of scanning"))
         .arg(flag("interactive").short('i').long("interactive").help("Browse the scanned tree in the terminal, as ncdu does: arrows to move, d to delete, ? for the keys"))
         .arg(flag("no-progress").long("no-progress").help("Never show the progress line on stderr"))
+        .arg(value("by").long("by").value_name("KEY[,KEY]").help("Disk usage, apparent size and entry count per group instead of du's lines, largest first; KEY: user, group, ext, type, age (of the time --time picks: mtime, or atime, ctime)"))
+        .arg(value("top").long("top").value_name("N").help("Most groups (--by) or changes (--diff) shown (default 20; 0 for all)"))
+        .arg(flag("numeric-ids").long("numeric-ids").help("With --by: users and groups by number, without looking their names up"))
+        .arg(Arg::new("diff").long("diff").value_name("OLD [NEW]").num_args(1..=2).value_parser(clap::value_parser!(OsString)).help("What changed between two scans: OLD and NEW are exports (-o, ncdu -o) or --json trees; NEW may be a directory to scan, and without it OLD's root is scanned"))
         .disable_help_flag(true)
         .arg(Arg::new("help").long("help").action(ArgAction::Help).help("Display this help and exit"))
 }
@@ -579,6 +583,16 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
         export_file: m.get_one::<OsString>("output-file").map(|s| s.as_bytes().to_vec()),
         progress: !flag("no-progress"),
         browse: flag("interactive"),
+        by: match last(m, "by") {
+            None => Vec::new(),
+            Some(keys) => crate::groups::parse_keys(keys).map_err(invalid)?,
+        },
+        numeric_ids: flag("numeric-ids"),
+        top: number("top", 20)?,
+        diff: m.get_many::<OsString>("diff").map(|v| {
+            let mut files = v.map(|s| s.as_bytes().to_vec());
+            (files.next().unwrap_or_default(), files.next())
+        }),
     })
 }
 

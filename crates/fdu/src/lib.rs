@@ -12,7 +12,9 @@
 //!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
 //!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`],
 //!   [`getopt`] (the command line read as du's `getopt_long` reads it);
-//! - [`usage`] (what an entry counts for), [`output`] (stdout);
+//! - [`usage`] (what an entry counts for), [`output`] (stdout),
+//!   [`groups`] (`--by`: an entry's group, and the groups' tallies),
+//!   [`exports`] (saved scans read entry by entry);
 //! - [`format`](mod@format) (how sizes and times are spelled), [`wire`]
 //!   (the messages between the ranks of an MPI job);
 //! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
@@ -20,22 +22,27 @@
 //!   settings, du's lines, totals);
 //! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's
 //!   lines; [`command`]: the steps one process and the ranks of an MPI job
-//!   share (operands, bad usage, the total line);
+//!   share (operands, bad usage, the total line); [`report`]: `--by`'s
+//!   lines;
 //! - [`node`]: one directory's totals and its completion;
 //! - [`hardlinks`]: which link of a file counts; [`relay`]: subtrees read
 //!   by other ranks of an MPI job, and their totals coming back;
 //! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
-//!   ncdu's export format (`-o`);
+//!   ncdu's export format (`-o`); [`tally`]: the walk of `--by`;
 //! - `ranks` (feature `mpi`): the whole command as one rank of an MPI job;
-//!   [`browse`]: `-i`, the scanned tree in a full-screen browser.
+//!   [`browse`]: `-i`, the scanned tree in a full-screen browser; [`diff`]:
+//!   `--diff`, two scans compared (one may be live).
 
 pub mod browse;
 pub mod cli;
 pub mod command;
+pub mod diff;
 pub mod exclude;
 pub mod export;
+pub mod exports;
 pub mod format;
 pub mod getopt;
+pub mod groups;
 pub mod hardlinks;
 pub mod interrupt;
 pub mod json;
@@ -49,9 +56,11 @@ pub mod progress;
 #[cfg(feature = "mpi")]
 pub mod ranks;
 pub mod relay;
+pub mod report;
 pub mod run;
 pub mod scan;
 pub mod settings;
+pub mod tally;
 pub mod tree;
 pub mod usage;
 pub mod view;
@@ -100,6 +109,15 @@ pub fn run() -> ExitCode {
         }
         Err(e) => usage_exit(e),
     };
+    if settings.diff.is_some() {
+        return diff::run(settings);
+    }
+    if !settings.by.is_empty() {
+        return match settings.input_file.clone() {
+            Some(file) => tally::run_export(settings, &file),
+            None => tally::run(settings),
+        };
+    }
     if let Some(file) = &settings.from_json {
         return show_saved_tree(file, &settings);
     }

@@ -97,6 +97,18 @@ pub fn run(launched: Launched) -> ExitCode {
         // pseudo-terminal: every rank's lines are written there.
         fnd_mpi::stdio::adopt_launcher_output();
     }
+    if !settings.by.is_empty() {
+        let world = World::init("fdu").unwrap_or_else(|e| e.exit());
+        let rank = world.rank();
+        let operands = operands(&world, &settings, read);
+        let code = by_job(&world, settings, operands);
+        drop(world);
+        return if rank == 0 {
+            ExitCode::from(code)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
     // Rank 0 starts measuring its first operand before MPI is up
     // (`Early`); the others take part of it when they are.
     let early = (launched.rank == Some(0)).then(|| Early::start(&settings, read.clone(), launched.tasks as usize));
@@ -119,6 +131,7 @@ fn refused(settings: &Settings) -> Option<&'static str> {
         (settings.browse, "--interactive"),
         (settings.export_file.is_some(), "-o (--output-file)"),
         (settings.input_file.is_some(), "-f (--input-file)"),
+        (settings.diff.is_some(), "--diff"),
     ]
     .into_iter()
     .find_map(|(asked, option)| asked.then_some(option))
@@ -637,4 +650,113 @@ impl Absorber {
         let _ = self.tx.send(None);
         let _ = self.thread.join();
     }
+}
+
+/// `--by` as an MPI job: every rank walks part of each operand and
+/// tallies its own groups (the operands themselves count on rank 0); the
+/// tables and the links of multiply-linked files go to rank 0 with the
+/// job's end, which merges them, lets each file's smallest path count,
+/// and prints what one process prints. Rank 0's exit status.
+fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
+    use crate::tally::{resolve_links, Found, Grouping};
+    let rank = world.rank();
+    let Some((mut paths, bad_name)) = operands else {
+        return 1;
+    };
+    paths.iter_mut().for_each(command::trim_trailing_slashes);
+    let metas = command::stat_operands(&paths, &settings);
+    let ids = command::identities(&metas);
+    let grouping: &'static Grouping = match Grouping::new(settings, &ids) {
+        Ok(g) => Box::leak(Box::new(g)),
+        Err(e) => {
+            if rank == 0 {
+                report(&e);
+            }
+            return 1;
+        }
+    };
+    let mut found = Found::default();
+    let mut failed = bad_name;
+    for (i, (path, meta)) in paths.iter().zip(&metas).enumerate() {
+        let m = match meta {
+            Ok(m) => *m,
+            Err(e) => {
+                if rank == 0 {
+                    grouping.cannot_access(path, e.as_ref());
+                }
+                failed = true;
+                continue;
+            }
+        };
+        if grouping.excluded(path) || !grouping.begin_operand(i, ids[i]) {
+            continue;
+        }
+        if !m.is_dir() {
+            if rank == 0 {
+                found.merge(grouping.operand(path, &m, &fnd_walk::Alone, true));
+            }
+            continue;
+        }
+        let ranks = Ranks::new(rank == 0);
+        if let Some(pause) = Ranks::test_pause() {
+            ranks.pause_after_each_directory(pause);
+        }
+        let prepared = Job::prepare(rank, world.size(), Tuning::default(), None);
+        let handle = prepared.handle();
+        let walking = {
+            let (ranks, path) = (ranks.clone(), path.clone());
+            std::thread::Builder::new()
+                .name("fdu-walk".into())
+                .spawn(move || {
+                    let walker = OnRanks {
+                        ranks: &ranks,
+                        handle: &handle,
+                    };
+                    grouping.operand(&path, &m, &walker, rank == 0)
+                })
+                .expect("a thread for the walk")
+        };
+        let job = prepared.start(world, ranks.local());
+        let part = walking.join().unwrap_or_else(|_| fatal("the walk's thread panicked"));
+        job.wait_over();
+        job.finish(Vec::new());
+        found.merge(part);
+        if std::env::var_os("FND_MPI_STATS").is_some() {
+            use std::io::Write;
+            let c = ranks.counts();
+            let line = format!(
+                "fdu-mpi: rank {rank}: {} directories read, {} received, {} given\n",
+                c.dirs_read, c.dirs_received, c.dirs_given
+            );
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+        }
+        // Every rank skips the same later operands: those any rank met here.
+        // (A leading byte: MPI refuses a gather of nothing at all.)
+        let mut seen = vec![1u8];
+        seen.extend(grouping.seen().iter().flat_map(|i| i.to_le_bytes()));
+        for bytes in world.all_gather(&seen) {
+            for i in bytes.get(1..).unwrap_or_default().chunks_exact(4) {
+                grouping.mark_seen(u32::from_le_bytes([i[0], i[1], i[2], i[3]]) as usize);
+            }
+        }
+    }
+    let mine = found.encode(failed || grouping.failed());
+    let all = world.all_gather(&mine);
+    if rank != 0 {
+        return 0;
+    }
+    let keys = &grouping.settings.by;
+    let mut everything = Found::default();
+    for (from, bytes) in all.iter().enumerate() {
+        let (part, failed_there) =
+            Found::decode(keys, bytes).unwrap_or_else(|e| fatal(format!("the groups of rank {from}: {e}")));
+        failed |= failed_there;
+        everything.merge(part);
+    }
+    let Found { mut table, links } = everything;
+    resolve_links(&hardlinks::Links::default(), links, &mut table);
+    let out = Output::stdout();
+    out.write(&crate::report::render(&table, &grouping.settings));
+    out.finish();
+    u8::from(failed || out.failed())
 }

@@ -59,6 +59,31 @@ pub struct Settings {
     pub progress: bool,
     /// Browse the tree in the terminal (`-i`) instead of printing du's lines.
     pub browse: bool,
+
+    /// Usage per group of entries (`--by`), instead of du's lines; empty: not asked.
+    pub by: Vec<GroupKey>,
+    /// Users and groups by number, never looked up (`--numeric-ids`).
+    pub numeric_ids: bool,
+    /// Most groups or changes shown (`--top`; 0: all).
+    pub top: usize,
+    /// What changed between two scans (`--diff OLD [NEW]`): OLD, and NEW
+    /// (an export, or a directory to scan; `None`: OLD's own root, live).
+    pub diff: Option<(Vec<u8>, Option<Vec<u8>>)>,
+}
+
+/// What `--by` groups entries by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupKey {
+    /// The owner (by name, or number).
+    User,
+    /// The group.
+    Group,
+    /// The final extension of the name, lower-cased.
+    Ext,
+    /// File, directory, symlink...
+    Type,
+    /// How long ago the time `--time` picks (mtime by default) was.
+    Age,
 }
 
 impl Settings {

@@ -20,14 +20,14 @@ fn modules_import_only_downwards() {
                 "progress",
                 "getopt",
             ],
-            &["usage", "output"],
+            &["usage", "output", "groups", "exports"],
             &["format", "wire"],
             &["cli", "view", "json", "run"],
-            &["ncdu", "command"],
+            &["ncdu", "command", "report"],
             &["node"],
             &["hardlinks", "relay"],
-            &["scan", "export"],
-            &["ranks", "browse"],
+            &["scan", "export", "tally"],
+            &["ranks", "browse", "diff"],
         ],
     );
 }
