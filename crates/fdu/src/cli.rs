@@ -84,7 +84,7 @@ pub fn command() -> Command {
         .arg(value("by").long("by").value_name("KEY[,KEY]").help("Disk usage, apparent size and entry count per group instead of du's lines, largest first; KEY: user, group, ext, type, age (of the time --time picks: mtime, or atime, ctime)"))
         .arg(value("top").long("top").value_name("N").help("Most groups (--by) or changes (--diff) shown (default 20; 0 for all)"))
         .arg(flag("numeric-ids").long("numeric-ids").help("With --by: users and groups by number, without looking their names up"))
-        .arg(Arg::new("diff").long("diff").value_name("OLD [NEW]").num_args(1..=2).value_parser(clap::value_parser!(OsString)).help("What changed between two scans: OLD and NEW are exports (-o, ncdu -o) or --json trees; NEW may be a directory to scan, and without it OLD's root is scanned"))
+        .arg(Arg::new("diff").long("diff").value_name("OLD").value_parser(clap::value_parser!(OsString)).help("What changed between two scans: --diff OLD [NEW], OLD and NEW exports (-o, ncdu -o) or --json trees; NEW (the one FILE operand) may be a directory to scan, and without it OLD's root is scanned"))
         .disable_help_flag(true)
         .arg(Arg::new("help").long("help").action(ArgAction::Help).help("Display this help and exit"))
 }
@@ -555,6 +555,20 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
             )));
         }
     }
+    // NEW is an operand, not a second value of --diff, so that the
+    // command line reads as getopt_long reads du's (options and
+    // operands in any order).
+    let diff = match m.get_one::<OsString>("diff") {
+        None => None,
+        Some(_) if operands.len() > 1 => {
+            return Err(usage(format!(
+                "extra operand {}
+--diff compares OLD with one NEW",
+                quote(&operands[1])
+            )))
+        }
+        Some(old) => Some((old.as_bytes().to_vec(), operands.first().cloned())),
+    };
     Ok(Settings {
         operands,
         files0_from,
@@ -589,10 +603,7 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
         },
         numeric_ids: flag("numeric-ids"),
         top: number("top", 20)?,
-        diff: m.get_many::<OsString>("diff").map(|v| {
-            let mut files = v.map(|s| s.as_bytes().to_vec());
-            (files.next().unwrap_or_default(), files.next())
-        }),
+        diff,
     })
 }
 

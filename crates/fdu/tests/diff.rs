@@ -223,4 +223,9 @@ fn bad_input_gets_one_line_and_status_1() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
+    // NEW is the one operand: a second is refused as du refuses one.
+    let out = fdu(&["--diff", "old.ncdu", "t", "t"], cwd);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("extra operand 't'"), "{err}");
 }
