@@ -317,23 +317,118 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
     stats
 }
 
-/// Collects one directory's chunks and errors, in the order read.
-struct Collect {
+/// Collects one directory's chunks and errors, in the order read; or,
+/// when the output waits for this very directory, hands them straight to
+/// the consumer (a huge directory the output waits for is never held).
+struct Collect<'o, 'a, 'v, V> {
+    walk: &'o Ordered<'a, 'v, V>,
+    slot: &'o Arc<Slot>,
     items: Vec<Item>,
-    lenient: bool,
+    /// This read holds the release and streams to the consumer (which it
+    /// locks per chunk: no other thread takes the lock meanwhile).
+    streaming: bool,
+    /// Streaming is over for this read: a subdirectory's entry came, whose
+    /// subtree must follow it (not known until the read ends).
+    streamed_all_it_can: bool,
 }
 
-impl Visitor for Collect {
+impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
+    /// Take over the release if the output waits for this directory.
+    fn try_stream(&mut self) {
+        let walk = self.walk;
+        if self.streaming || self.streamed_all_it_can || walk.order.within != Within::Listing {
+            return;
+        }
+        let mut st = lock(&walk.state);
+        if st.releasing || st.head.as_deref() != Some(&self.slot.key[..]) {
+            return;
+        }
+        st.releasing = true;
+        st.head = None;
+        drop(st);
+        let mut cursor = lock(&walk.cursor);
+        let Cursor { visitor, stack } = &mut *cursor;
+        // The release stopped at this directory's place: it is the front.
+        if let Some((items, _)) = stack.last_mut() {
+            items.pop_front();
+        }
+        if visitor.enter(self.slot.event()) == Flow::Stop {
+            walk.shared.stop();
+        }
+        stack.push((VecDeque::new(), Some(self.slot.clone())));
+        for item in std::mem::take(&mut self.items) {
+            deliver(&mut **visitor, item, walk.shared);
+        }
+        self.streaming = true;
+    }
+}
+
+/// Hand one item that needs no subtree to the consumer.
+fn deliver<V: TreeVisitor>(visitor: &mut V, item: Item, shared: &Shared) -> Flow {
+    let flow = match item {
+        Item::Entries(buf) => visitor.entries(&buf),
+        Item::Error(e) => visitor.error(e),
+        Item::Sub(_) => unreachable!("a read's own items hold no subtree"),
+    };
+    if flow == Flow::Stop {
+        shared.stop();
+    }
+    flow
+}
+
+impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
-        self.items.push(Item::Entries(chunk.take()));
-        Flow::Continue
+        let buf = chunk.take();
+        self.try_stream();
+        if !self.streaming || self.streamed_all_it_can {
+            self.items.push(Item::Entries(buf));
+            return Flow::Continue;
+        }
+        let first_dir = match self.walk.order.nest {
+            Nest::AtEntry => buf
+                .iter()
+                .position(|e| e.file_type().is_dir() || e.target_type().is_dir()),
+            Nest::AfterEntries => None,
+        };
+        let (now, later) = match first_dir {
+            None => (buf, None),
+            Some(i) => {
+                let (mut now, mut later) = (ChunkBuf::new(buf.dir.clone()), ChunkBuf::new(buf.dir.clone()));
+                (0..i).for_each(|k| copy_entry(&buf, k, &mut now));
+                (i..buf.len()).for_each(|k| copy_entry(&buf, k, &mut later));
+                (now, Some(later))
+            }
+        };
+        let flow = if now.is_empty() {
+            Flow::Continue
+        } else {
+            deliver(
+                &mut *lock(&self.walk.cursor).visitor,
+                Item::Entries(now),
+                self.walk.shared,
+            )
+        };
+        if let Some(later) = later {
+            self.streamed_all_it_can = true;
+            self.items.push(Item::Entries(later));
+        }
+        flow
     }
 
     fn error(&mut self, error: Error) -> Flow {
-        if !(self.lenient && error.is_benign() && error.depth() > 0) {
-            self.items.push(Item::Error(error));
+        if self.walk.lenient && error.is_benign() && error.depth() > 0 {
+            return Flow::Continue;
         }
-        Flow::Continue
+        if self.streaming && !self.streamed_all_it_can {
+            deliver(
+                &mut *lock(&self.walk.cursor).visitor,
+                Item::Error(error),
+                self.walk.shared,
+            )
+        } else {
+            self.items.push(Item::Error(error));
+            Flow::Continue
+        }
     }
 }
 
@@ -346,12 +441,31 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 return;
             };
             let mut collect = Collect {
+                walk: self,
+                slot: &slot,
                 items: Vec::new(),
-                lenient: self.lenient,
+                streaming: false,
+                streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
-            let done = self.arrange(&slot, collect, &mut children);
-            self.deposit(&slot, done);
+            let streaming = collect.streaming;
+            let done = self.arrange(&slot, collect.items, &mut children);
+            if !streaming {
+                self.deposit(&slot, done);
+                continue;
+            }
+            // This read holds the release: the rest of its items go out
+            // now, and the release goes on from there.
+            let mut cursor = lock(&self.cursor);
+            let mut st = lock(&self.state);
+            st.reading -= 1;
+            st.held += done.bytes;
+            st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
+            drop(st);
+            if let Some((items, _)) = cursor.stack.last_mut() {
+                items.extend(done.items);
+            }
+            self.release_with(cursor);
         }
     }
 
@@ -381,8 +495,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
 
     /// A read directory's result: its entries in order, its subdirectories
     /// placed among them, each queued with its key.
-    fn arrange(&self, slot: &Arc<Slot>, collect: Collect, children: &mut Vec<Job>) -> Done {
-        let Collect { items, .. } = collect;
+    fn arrange(&self, slot: &Arc<Slot>, items: Vec<Item>, children: &mut Vec<Job>) -> Done {
         // The root's own entry (depth 0) and errors keep their place in front.
         let mut front = Vec::new();
         let mut chunks = Vec::new();
@@ -512,7 +625,11 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
 
     /// Hand results to the consumer in order until one is missing.
     fn release(&self) {
-        let mut cursor = lock(&self.cursor);
+        self.release_with(lock(&self.cursor));
+    }
+
+    /// [`release`](Self::release), the cursor locked already.
+    fn release_with(&self, mut cursor: MutexGuard<'_, Cursor<'_, V>>) {
         let Cursor { visitor, stack } = &mut *cursor;
         let mut freed = 0usize;
         let mut stop = false;
@@ -832,6 +949,22 @@ mod tests {
             unbounded.peak_bytes > bound,
             "the slow output did not make the walk read ahead: {unbounded:?}"
         );
+    }
+
+    #[test]
+    fn a_huge_directory_the_output_waits_for_streams_without_being_held() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 0, 0, 3000);
+        for threads in [1, 4] {
+            let mut r = Record::default();
+            let order = TreeOrder::new(Within::Listing, Nest::AtEntry).window(0);
+            let held = WalkBuilder::new(dir.path())
+                .min_depth(1)
+                .threads(threads)
+                .visit_tree(order, &mut r);
+            assert_eq!(r.seen.len(), 3002);
+            assert!(held.peak_bytes < 3000 * 8, "{held:?}");
+        }
     }
 
     #[test]
