@@ -25,7 +25,7 @@ fn modules_import_only_downwards() {
             &["node"],
             &["hardlinks", "relay"],
             &["scan", "export"],
-            &["ranks", "browse"],
+            &["ranks", "browse", "ordered"],
         ],
     );
 }
