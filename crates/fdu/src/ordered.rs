@@ -12,11 +12,12 @@
 //! per-directory nodes of `crate::scan`, and so does `-s`, whose one line
 //! per operand has no order to keep.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
     ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
@@ -66,7 +67,10 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
         .metadata(true)
         .min_depth(1)
         .follow_links(follow)
-        .filter(Some(Arc::new(Ancestry { scan })));
+        .filter(Some(Arc::new(Ancestry {
+            scan,
+            root: (m.dev, m.ino),
+        })));
     let mut du = Du {
         scan,
         stack: Vec::new(),
@@ -78,11 +82,17 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
     du.write_lines();
 }
 
+/// Subdirectories' device and inode, by name.
+type Ids = HashMap<Box<[u8]>, (u64, u64)>;
+
 /// Each directory's device and inode, and its parent's: du leaves out a
 /// directory met inside itself (a bind mount of an ancestor below it).
+/// A subdirectory's identity comes from the stat that decided to enter it
+/// (kept in `kids` until it is entered): one stat per directory, not two.
 struct Chain {
     id: (u64, u64),
     parent: Option<Arc<Chain>>,
+    kids: Mutex<Ids>,
 }
 
 /// What du leaves out, decided on the reading threads: `--exclude`, `-x`,
@@ -90,13 +100,25 @@ struct Chain {
 /// own size and their place in the listing), then descended.
 struct Ancestry {
     scan: &'static Scan,
+    root: (u64, u64),
 }
 
 impl EntryFilter for Ancestry {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let id = fnd_walk::meta::stat_fd(dir.fd).map_or((0, 0), |m| (m.dev, m.ino));
         let parent = parent.and_then(|p| p.clone().downcast::<Chain>().ok());
-        Some(Arc::new(Chain { id, parent }))
+        let id = match &parent {
+            None => self.root,
+            Some(p) => {
+                let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
+                let known = p.kids.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
+                known.unwrap_or_else(|| fnd_walk::meta::stat_fd(dir.fd).map_or((0, 0), |m| (m.dev, m.ino)))
+            }
+        };
+        Some(Arc::new(Chain {
+            id,
+            parent,
+            kids: Mutex::default(),
+        }))
     }
 
     fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
@@ -128,12 +150,17 @@ impl EntryFilter for Ancestry {
                 return Decision::SKIP;
             }
         } else {
-            let mut chain = state.and_then(|s| s.downcast_ref::<Chain>());
+            let here = state.and_then(|s| s.downcast_ref::<Chain>());
+            let mut chain = here;
             while let Some(c) = chain {
                 if c.id == (m.dev, m.ino) {
                     return Decision::SKIP;
                 }
                 chain = c.parent.as_deref();
+            }
+            if let Some(here) = here {
+                let mut kids = here.kids.lock().unwrap_or_else(|e| e.into_inner());
+                kids.insert(entry.name.into(), (m.dev, m.ino));
             }
         }
         Decision {

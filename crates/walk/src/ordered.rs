@@ -237,6 +237,9 @@ struct State {
     head: Option<Box<[u32]>>,
     /// A thread is releasing (it will set `head` when it stops).
     releasing: bool,
+    /// Workers waiting for a job: std's condvar makes a system call per
+    /// notification, waiters or not, so only these get one.
+    sleepers: usize,
     stats: Held,
 }
 
@@ -255,6 +258,13 @@ struct Ordered<'s, 'v, V> {
     state: Mutex<State>,
     wake: Condvar,
     cursor: Mutex<Cursor<'v, V>>,
+}
+
+/// Wake every waiting worker, if one waits (`st`: the state, locked).
+fn wake_all(wake: &Condvar, st: &State) {
+    if st.sleepers > 0 {
+        wake.notify_all();
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -296,6 +306,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
             held: 0,
             head: first,
             releasing: false,
+            sleepers: 0,
             stats: Held::default(),
         }),
         wake: Condvar::new(),
@@ -476,7 +487,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         loop {
             if self.shared.stopped() {
                 st.heap.clear();
-                self.wake.notify_all();
+                wake_all(&self.wake, &st);
                 return None;
             }
             if let Some(top) = st.heap.peek() {
@@ -489,7 +500,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             } else if st.reading == 0 {
                 return None;
             }
+            st.sleepers += 1;
             st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.sleepers -= 1;
         }
     }
 
@@ -596,8 +609,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             slot: slot.clone(),
             job,
         });
+        if st.sleepers > 0 {
+            self.wake.notify_one();
+        }
         drop(st);
-        self.wake.notify_one();
         Item::Sub(slot)
     }
 
@@ -615,7 +630,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             st.head = None;
         }
         if st.heap.is_empty() && st.reading == 0 {
-            self.wake.notify_all();
+            wake_all(&self.wake, &st);
         }
         drop(st);
         if release {
@@ -642,7 +657,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 let mut st = lock(&self.state);
                 st.releasing = false;
                 st.held -= freed.min(st.held);
-                self.wake.notify_all();
+                wake_all(&self.wake, &st);
                 return;
             }
             let Some((items, dir)) = stack.last_mut() else {
@@ -650,7 +665,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 let mut st = lock(&self.state);
                 st.releasing = false;
                 st.held -= freed.min(st.held);
-                self.wake.notify_all();
+                wake_all(&self.wake, &st);
                 return;
             };
             let Some(item) = items.pop_front() else {
@@ -681,7 +696,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                             st.head = Some(sub.key.clone());
                             st.releasing = false;
                             st.held -= freed.min(st.held);
-                            self.wake.notify_all();
+                            wake_all(&self.wake, &st);
                             drop(st);
                             // The subtree's place, kept for whoever goes on.
                             items.push_front(Item::Sub(sub));
@@ -698,7 +713,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         let was_full = st.held > self.order.window;
         st.held -= bytes.min(st.held);
         if was_full && st.held <= self.order.window {
-            self.wake.notify_all();
+            wake_all(&self.wake, &st);
         }
     }
 }
