@@ -57,6 +57,11 @@ pub enum Within {
     Size,
     /// By modification time, oldest first, then by name (needs metadata).
     Mtime,
+    /// By name, a directory's name compared as if it ended in `/`, and
+    /// every subtree placed where its paths sort (whatever [`Nest`] says):
+    /// the whole output in the order of its paths under `LC_ALL=C sort`,
+    /// directories spelt with a trailing `/` (fd's way).
+    Path,
     /// As listed, but each run of `batch` entries of a directory (the
     /// first `batch`, the next `batch`, ...) that holds more than `above`
     /// entries sorted by inode number: what gnulib's fts (and so GNU du and
@@ -533,6 +538,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
         }
         let mut out = front;
+        if self.order.within == Within::Path {
+            self.merge_by_path(slot, entries, names, &mut out);
+            return done(out);
+        }
         let mut subs: Vec<Job> = Vec::new();
         let nest_at = self.order.nest == Nest::AtEntry;
         let is_dir = |e: &crate::entry::EntryRef<'_>| e.file_type().is_dir() || e.target_type().is_dir();
@@ -577,15 +586,50 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             let item = self.queue(slot, out.len(), job);
             out.push(item);
         }
-        let bytes = out
-            .iter()
-            .map(|item| match item {
-                Item::Entries(c) => chunk_bytes(c),
-                Item::Sub(s) => slot_bytes(s),
-                Item::Error(_) => 0,
-            })
-            .sum();
-        Done { items: out, bytes }
+        done(out)
+    }
+
+    /// [`Within::Path`]: entries sorted by their path key, and each
+    /// subtree (yielded or not) where `name/` sorts among them.
+    fn merge_by_path(
+        &self,
+        slot: &Arc<Slot>,
+        entries: Vec<ChunkBuf>,
+        names: HashMap<Box<[u8]>, Job>,
+        out: &mut Vec<Item>,
+    ) {
+        let mut subs: Vec<(Box<[u8]>, Job)> = names.into_iter().collect();
+        let slashed = |name: &[u8]| name.iter().copied().chain(Some(b'/')).collect::<Vec<u8>>();
+        subs.sort_unstable_by_key(|(name, _)| slashed(name));
+        let mut subs = subs.into_iter().peekable();
+        for buf in entries {
+            let mut run = ChunkBuf::new(buf.dir.clone());
+            for i in 0..buf.len() {
+                let e = buf.get(i);
+                // Subtrees whose `name/` sorts before this entry's key.
+                while let Some((name, _)) = subs.peek() {
+                    let sub_key = name.iter().copied().chain(Some(b'/'));
+                    if sub_key.cmp(path_key(&e)) != CmpOrdering::Less {
+                        break;
+                    }
+                    let (_, job) = subs.next().expect("peeked");
+                    if !run.is_empty() {
+                        out.push(Item::Entries(std::mem::replace(
+                            &mut run,
+                            ChunkBuf::new(buf.dir.clone()),
+                        )));
+                    }
+                    out.push(self.queue(slot, out.len(), job));
+                }
+                copy_entry(&buf, i, &mut run);
+            }
+            if !run.is_empty() {
+                out.push(Item::Entries(run));
+            }
+        }
+        for (_, job) in subs {
+            out.push(self.queue(slot, out.len(), job));
+        }
     }
 
     /// Queue a subdirectory of `parent`'s result at item `rank`.
@@ -718,6 +762,19 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     }
 }
 
+/// A directory's result, its bytes counted.
+fn done(items: Vec<Item>) -> Done {
+    let bytes = items
+        .iter()
+        .map(|item| match item {
+            Item::Entries(c) => chunk_bytes(c),
+            Item::Sub(s) => slot_bytes(s),
+            Item::Error(_) => 0,
+        })
+        .sum();
+    Done { items, bytes }
+}
+
 /// Copy entry `i` of `from` (with its metadata) to the end of `to`.
 fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
     let s = from.slots[i];
@@ -726,6 +783,13 @@ fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
     if let Some(m) = from.meta.get(i) {
         to.meta.push(*m);
     }
+}
+
+/// An entry's name as `LC_ALL=C sort` compares its path: a directory's
+/// with the `/` that its own line and every path below it have next.
+fn path_key<'a>(e: &crate::entry::EntryRef<'a>) -> impl Iterator<Item = u8> + Clone + 'a {
+    let slash = (e.file_type().is_dir() || e.target_type().is_dir()).then_some(b'/');
+    e.name_bytes().iter().copied().chain(slash)
 }
 
 /// One directory's chunks in `within` order.
@@ -749,6 +813,7 @@ fn arrange_entries(chunks: Vec<ChunkBuf>, within: Within) -> Vec<ChunkBuf> {
     let entry = |&(c, i): &(u32, u32)| chunks[c as usize].get(i as usize);
     match key_order {
         Within::Name => at.sort_by(|a, b| entry(a).name_bytes().cmp(entry(b).name_bytes())),
+        Within::Path => at.sort_by(|a, b| path_key(&entry(a)).cmp(path_key(&entry(b)))),
         Within::Size => at.sort_by(|a, b| {
             let size = |x| entry(x).cached_metadata().map_or(0, |m| m.size);
             size(a)
@@ -772,12 +837,10 @@ fn arrange_entries(chunks: Vec<ChunkBuf>, within: Within) -> Vec<ChunkBuf> {
         Within::Listing => unreachable!("returned above"),
     }
     let mut out = Vec::new();
-    let mut cur = ChunkBuf::new(dir.clone());
+    let mut cur = ChunkBuf::new(dir);
     for x in &at {
+        // One chunk: a consumer that reorders a directory sees it whole.
         copy_entry(&chunks[x.0 as usize], x.1 as usize, &mut cur);
-        if cur.len() >= 1024 {
-            out.push(std::mem::replace(&mut cur, ChunkBuf::new(dir.clone())));
-        }
     }
     if !cur.is_empty() {
         out.push(cur);
@@ -979,6 +1042,61 @@ mod tests {
                 .visit_tree(order, &mut r);
             assert_eq!(r.seen.len(), 3002);
             assert!(held.peak_bytes < 3000 * 8, "{held:?}");
+        }
+    }
+
+    #[test]
+    fn path_order_is_the_order_of_the_sorted_paths() {
+        struct Paths(Vec<Vec<u8>>);
+        impl TreeVisitor for Paths {
+            fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+                for e in chunk.iter() {
+                    let mut p = Vec::new();
+                    e.write_path(&mut p);
+                    if e.file_type().is_dir() {
+                        p.push(b'/');
+                    }
+                    self.0.push(p);
+                }
+                Flow::Continue
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["a", "a/x", "a-b", "a0", "b.d", "b"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        for f in [
+            "a.txt", "a/x/f", "a/y", "a-b/z", "a0/q", "b/c", "b.d/e", "b.e", "a/x.y", "ab",
+        ] {
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        for e in WalkBuilder::new(root).min_depth(1) {
+            let e = e.unwrap();
+            let mut p = e.path().as_os_str().as_encoded_bytes().to_vec();
+            if e.file_type().is_dir() {
+                p.push(b'/');
+            }
+            want.push(p);
+        }
+        want.sort();
+        for threads in [1, 4] {
+            for keep_dirs in [true, false] {
+                let mut got = Paths(Vec::new());
+                let order = TreeOrder::new(Within::Path, Nest::AtEntry);
+                WalkBuilder::new(root)
+                    .min_depth(1)
+                    .threads(threads)
+                    .keep(move |e| keep_dirs || !e.is_dir())
+                    .visit_tree(order, &mut got);
+                let expected: Vec<&Vec<u8>> = want.iter().filter(|p| keep_dirs || !p.ends_with(b"/")).collect();
+                assert_eq!(
+                    got.0.iter().collect::<Vec<_>>(),
+                    expected,
+                    "{threads} threads, dirs kept: {keep_dirs}"
+                );
+            }
         }
     }
 
