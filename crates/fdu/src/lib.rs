@@ -185,8 +185,7 @@ fn write_export(file: &[u8], settings: &Settings) -> ExitCode {
         .as_ref()
         .is_some_and(|path| std::fs::metadata(path).is_ok_and(|m| !m.is_file()));
     let result = if file == b"-" {
-        let stdout = std::io::stdout();
-        export::write(settings, root, &mut stdout.lock())
+        export::write(settings, root, &mut std::io::stdout())
     } else if in_place {
         std::fs::OpenOptions::new()
             .write(true)
