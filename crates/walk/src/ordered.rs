@@ -37,10 +37,12 @@
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::entry::{Chunk, ChunkBuf};
 use crate::error::Error;
+use crate::io::Probe;
 use crate::read::{Job, Reader};
 use crate::settings::Shared;
 use crate::visit::{Flow, Visitor};
@@ -258,6 +260,8 @@ struct Cursor<'v, V> {
 
 struct Ordered<'s, 'v, V> {
     shared: &'s Shared,
+    /// Workers running.
+    workers: AtomicUsize,
     order: TreeOrder,
     lenient: bool,
     state: Mutex<State>,
@@ -303,6 +307,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
     let walk = Ordered {
         shared,
+        workers: AtomicUsize::new(shared.settings.threads.max(1)),
         order,
         lenient,
         state: Mutex::new(State {
@@ -325,9 +330,9 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         let walk = &walk;
         for _ in 1..threads {
             // A thread refused is a worker fewer: the walk goes on with the rest.
-            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work());
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work(scope, false));
         }
-        walk.work();
+        walk.work(scope, false);
     });
     let stats = lock(&walk.state).stats;
     stats
@@ -449,13 +454,24 @@ impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
 }
 
 impl<V: TreeVisitor> Ordered<'_, '_, V> {
-    fn work(&self) {
+    /// One worker: read jobs until the walk is over. Reads seen to wait on
+    /// I/O add a worker (up to the I/O depth, as the parallel pool does):
+    /// on a cold cache or a slow mount the walk goes as fast as the reads
+    /// in flight. `added`: this worker was added so, and holds a budget share.
+    fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, added: bool) {
         let mut reader = Reader::new();
         let mut children = Vec::new();
+        let max = self.shared.settings.io_depth.max(self.shared.settings.threads);
+        let mut probe = Probe::new(max > self.shared.settings.threads);
         loop {
             let Some(Queued { slot, job }) = self.next_job() else {
+                probe.idle();
+                if added {
+                    self.shared.budget.release_workers(1);
+                }
                 return;
             };
+            probe.start();
             let mut collect = Collect {
                 walk: self,
                 slot: &slot,
@@ -464,6 +480,21 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
+            if probe.finish() {
+                let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
+                if workers < max && self.shared.budget.reserve_workers(1) == 1 {
+                    let spawned = std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, true));
+                    if spawned.is_err() {
+                        self.shared.budget.release_workers(1);
+                        self.workers.fetch_sub(1, AtomicOrdering::AcqRel);
+                    }
+                } else {
+                    self.workers.fetch_sub(1, AtomicOrdering::AcqRel);
+                    if workers >= max {
+                        probe.disable();
+                    }
+                }
+            }
             let streaming = collect.streaming;
             let done = self.arrange(&slot, collect.items, &mut children);
             if !streaming {
