@@ -165,7 +165,8 @@ impl TreeVisitor for Export<'_> {
                 Some(m) => Some(Meta::of(m)),
                 None => e.metadata().ok().as_ref().map(Meta::of),
             };
-            let is_dir = e.file_type().is_dir();
+            // With -L a link to a directory is walked as one.
+            let is_dir = e.file_type().is_dir() || e.target_type().is_dir();
             let other_fs = self.one_file_system && is_dir && meta.is_some_and(|m| m.dev != self.root_dev);
             let item = Item {
                 name: e.name_bytes().to_vec(),

@@ -571,6 +571,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         let mut out = front;
         if self.order.within == Within::Path {
             self.merge_by_path(slot, entries, names, &mut out);
+            for job in unnamed {
+                out.push(self.queue(slot, out.len(), job));
+            }
             return done(out);
         }
         let mut subs: Vec<Job> = Vec::new();
