@@ -177,13 +177,18 @@ struct Frame {
     /// Its subdirectories' totals.
     below: u64,
     newest: Stamp,
+    /// Not a directory after all (swapped for a file between the listing
+    /// and the stat): what the walk finds under it is neither counted nor
+    /// printed, and the entry was counted as what the stat found.
+    ghost: bool,
 }
 
 /// The consumer: du's `process_file`, in fts's order.
 struct Du {
     scan: &'static Scan,
     stack: Vec<Frame>,
-    /// The own usage of the directory whose subtree comes next.
+    /// The own usage of the directory whose subtree comes next (`None`:
+    /// the entry before it was not a directory by its stat).
     next_own: Option<Usage>,
     /// The operand's own usage.
     root: Usage,
@@ -213,14 +218,17 @@ impl Du {
 impl TreeVisitor for Du {
     fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
         let own = if dir.depth == 0 {
-            self.root
+            Some(self.root)
         } else {
-            self.next_own.take().unwrap_or(Usage::NONE)
+            self.next_own.take()
         };
+        let ghost = own.is_none() || self.stack.last().is_some_and(|f| f.ghost);
+        let own = own.unwrap_or(Usage::NONE);
         self.stack.push(Frame {
             local: own.amount,
             below: 0,
             newest: own.stamp,
+            ghost,
         });
         Flow::Continue
     }
@@ -232,10 +240,16 @@ impl TreeVisitor for Du {
         let print_files = settings.all && chunk.depth() <= settings.max_depth;
         let link_all = settings.follow == Follow::All;
         let mut disk = 0;
+        self.next_own = None;
         let Some(frame) = self.stack.last_mut() else {
             return Flow::Continue;
         };
+        if frame.ghost {
+            return Flow::Continue;
+        }
         for entry in chunk.iter() {
+            // Only the run's last entry can have a subtree next.
+            self.next_own = None;
             let Some(m) = entry.cached_metadata() else {
                 let mut path = Vec::new();
                 entry.write_path(&mut path);
@@ -279,9 +293,13 @@ impl TreeVisitor for Du {
     }
 
     fn leave(&mut self, dir: DirEvent<'_>) -> Flow {
+        self.next_own = None;
         let Some(frame) = self.stack.pop() else {
             return Flow::Continue;
         };
+        if frame.ghost {
+            return Flow::Continue;
+        }
         let run = &self.scan.run;
         let settings = &run.settings;
         let total = Usage {
