@@ -9,7 +9,10 @@
 #   --dir DIR where the trees are made and reused (default $FND_BENCH_DIR,
 #             else /tmp/fnd-bench; bench/run.sh makes them the same way)
 #   --runs N  timed runs per command (default 10)
-# Environment: FDU (the fdu binary; default: built here with cargo --release).
+# Environment: FDU (the fdu binary; default: built here with cargo --release);
+#   FDU_BASE, an earlier fdu (one that printed its lines as directories
+#   completed): then a second table gives du's order, `fdu` and `fdu -a`,
+#   as ratios to that binary's unordered output on the same tree.
 #
 # One hyperfine run per tree over all commands (warm-up runs first; output to
 # /dev/null: a summary is one line), printed by bench/table.py: each median
@@ -60,6 +63,14 @@ for name in "${trees[@]}"; do
         rss+=("$(peak_rss "$tree" "${cmds[i + 2]}")")
     done
     ratios "$work/times.json" "${rss[@]}"
+    # du's order against the unordered lines of FDU_BASE (issue 30's goal: at most 1.05x).
+    if [ -n "${FDU_BASE:-}" ]; then
+        base=$(realpath "$FDU_BASE")
+        echo "-- du's order: fdu against FDU_BASE"
+        time_commands "$tree" "$work/order.json" --style none --warmup 2 --runs "$runs" --output=null \
+            -n "base fdu" "$base ." -n "fdu" "$FDU ." -n "base fdu -a" "$base -a ." -n "fdu -a" "$FDU -a ."
+        ratios --ref "base fdu" "$work/order.json"
+    fi
 done
 echo
 echo "load average at the end: $(load)"

@@ -74,6 +74,14 @@ for name in "${trees[@]}"; do
     run_case first "-u -1 '^${deep//./\\.}\$'" "-name '$deep' -print -quit"
     run_case exec-batch-all "-t f -X true" ""
     run_own_case json "-l -u ." "--json -u ." "$((runs < 3 ? runs : 3))"
+    # --sort on every core against the unsorted listing (goal: at most 1.15x).
+    echo
+    echo "-- sorted, as ratios to fnd -u; peak RSS after"
+    time_commands . "$work/sort.json" --style none --warmup 2 --runs "$runs" \
+        -n "fnd -u" "$bin/topipe $FND -u" -n "fnd -u --sort name" "$bin/topipe $FND -u --sort name" \
+        -n "fnd -u --sort path" "$bin/topipe $FND -u --sort path" -n "fnd -u --order dfs --sort name" "$bin/topipe $FND -u --order dfs --sort name"
+    ratios --ref "fnd -u" "$work/sort.json" "$(peak_rss . "$FND -u")" "$(peak_rss . "$FND -u --sort name")" \
+        "$(peak_rss . "$FND -u --sort path")" "$(peak_rss . "$FND -u --order dfs --sort name")"
 done
 echo
 echo "load average at the end: $(load)"

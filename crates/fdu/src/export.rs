@@ -2,19 +2,26 @@
 //! `ncdu -o` writes it; see [`crate::ncdu`] for the format and the reader),
 //! for ncdu, gdu and `fdu -f` to read.
 //!
-//! The walk is the engine's parallel one, stat included; entries arrive in
-//! any order, so the tree is gathered (about 120 bytes per entry plus its
-//! name, as ncdu itself holds) and written depth first once the walk is over, as ncdu writes it.
-//! A directory that cannot be read is written with `read_error`, and
-//! reported as du reports it.
+//! Written while the scan runs, from the walk's ordered mode: every core
+//! reads and stats, and one consumer writes each directory's entries by
+//! name, depth first, as ncdu writes them, as soon as everything before
+//! them is out. No tree is held: the memory is the walk's window of
+//! results read ahead. `-x` (a directory on another file system is
+//! written, marked `otherfs`, and not entered) and `--exclude` are decided
+//! once, on the reading threads. A directory that cannot be read is
+//! written with `read_error`, and reported as du reports it.
 
-use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use fnd_walk::{Metadata, Order, WalkBuilder};
+use std::sync::Arc;
+
+use fnd_walk::{
+    ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
+    TreeVisitor, WalkBuilder, Within,
+};
 
 use crate::exclude::Excludes;
 use crate::json_stream::Writer;
@@ -53,157 +60,181 @@ impl Meta {
     }
 }
 
-/// One entry, as ncdu exports it.
+/// An entry about to be written, and what is known of it.
 struct Item {
-    name: std::ops::Range<usize>,
+    name: Vec<u8>,
     meta: Option<Meta>,
     read_error: bool,
     other_fs: bool,
-    /// A directory's entries (directories only).
-    children: Vec<u32>,
-    is_dir: bool,
 }
 
-/// The tree as the walk found it.
-struct Gathered {
-    items: Vec<Item>,
-    names: Vec<u8>,
-    dirs: HashMap<Box<[u8]>, u32>,
+/// What the walk leaves out or does not enter: `--exclude`, and with `-x`
+/// a directory on another file system (written, not entered).
+struct Leave {
+    excludes: Excludes,
+    other_fs_dev: Option<u64>,
 }
 
-impl Gathered {
-    /// The directory at `path`, made (with its parents) if the walk has not
-    /// named it yet: a directory's entries can come before its own.
-    fn dir(&mut self, path: &[u8]) -> u32 {
-        if let Some(&i) = self.dirs.get(path) {
-            return i;
-        }
-        let (parent, name) = match path.iter().rposition(|&b| b == b'/') {
-            Some(slash) => (self.dir(&path[..slash]), &path[slash + 1..]),
-            None => (0, path),
-        };
-        let i = self.push(parent, name, true);
-        self.dirs.insert(path.into(), i);
-        i
+impl EntryFilter for Leave {
+    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+        None
     }
 
-    fn push(&mut self, parent: u32, name: &[u8], is_dir: bool) -> u32 {
-        let start = self.names.len();
-        self.names.extend_from_slice(name);
-        let i = self.items.len() as u32;
-        self.items.push(Item {
-            name: start..self.names.len(),
-            meta: None,
-            read_error: false,
-            other_fs: false,
-            children: Vec::new(),
-            is_dir,
-        });
-        if i != parent {
-            self.items[parent as usize].children.push(i);
+    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        if self.excludes.any() {
+            let mut path = entry.parent_prefix.to_vec();
+            path.extend_from_slice(entry.name);
+            if self.excludes.matches(&path) {
+                return Decision::SKIP;
+            }
         }
-        i
+        if let (Some(dev), true) = (self.other_fs_dev, entry.is_dir()) {
+            let elsewhere = fnd_walk::meta::stat_at(entry.dir_fd, entry.name, false).is_ok_and(|m| m.dev != dev);
+            if elsewhere {
+                return Decision {
+                    emit: true,
+                    descend: false,
+                };
+            }
+        }
+        Decision::KEEP
+    }
+}
+
+/// The consumer: ncdu's document, written as the results come.
+struct Export<'o> {
+    buf: Vec<u8>,
+    fresh: bool,
+    out: &'o mut (dyn Write + Send),
+    /// A directory whose object waits for the first thing under it (or
+    /// its end): an error reading it still marks it `read_error`.
+    pending: Option<Item>,
+    /// The device of each open directory, for ncdu's `dev` (written when
+    /// it changes).
+    devs: Vec<u64>,
+    one_file_system: bool,
+    root_dev: u64,
+    complete: bool,
+    failed: Option<std::io::Error>,
+}
+
+impl Export<'_> {
+    fn writer(&mut self) -> Writer<'_> {
+        Writer::resume(&mut self.buf, self.fresh)
+    }
+
+    /// Write the pending directory's opening: `[` and its object.
+    fn open_pending(&mut self) {
+        let Some(item) = self.pending.take() else { return };
+        let parent_dev = self.devs.last().copied();
+        let dev = item.meta.map_or(parent_dev.unwrap_or(0), |m| m.dev);
+        let mut w = self.writer();
+        w.begin_array();
+        entry(&mut w, &item, parent_dev);
+        self.fresh = w.fresh();
+        self.devs.push(dev);
+    }
+
+    fn drain(&mut self, now: bool) -> Flow {
+        if self.failed.is_none() && (now || self.buf.len() >= 64 << 10) {
+            if let Err(e) = self.out.write_all(&self.buf).and_then(|()| self.out.flush()) {
+                self.failed = Some(e);
+            }
+            self.buf.clear();
+        }
+        if self.failed.is_some() {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+impl TreeVisitor for Export<'_> {
+    /// The directory entered is the pending one (its entry came last, or
+    /// it is the root): it opens with the first thing under it, so that
+    /// an error reading it can still mark it.
+    fn enter(&mut self, _: DirEvent<'_>) -> Flow {
+        Flow::Continue
+    }
+
+    fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+        self.open_pending();
+        for e in chunk.iter() {
+            let meta = match e.cached_metadata() {
+                Some(m) => Some(Meta::of(m)),
+                None => e.metadata().ok().as_ref().map(Meta::of),
+            };
+            // With -L a link to a directory is walked as one.
+            let is_dir = e.file_type().is_dir() || e.target_type().is_dir();
+            let other_fs = self.one_file_system && is_dir && meta.is_some_and(|m| m.dev != self.root_dev);
+            let item = Item {
+                name: e.name_bytes().to_vec(),
+                meta,
+                read_error: false,
+                other_fs,
+            };
+            if is_dir && !other_fs {
+                // Its subtree comes next (at its entry, the walk's order).
+                self.open_pending();
+                self.pending = Some(item);
+                continue;
+            }
+            let parent_dev = self.devs.last().copied();
+            let mut w = self.writer();
+            entry(&mut w, &item, parent_dev);
+            self.fresh = w.fresh();
+        }
+        self.drain(false)
+    }
+
+    fn leave(&mut self, _: DirEvent<'_>) -> Flow {
+        self.open_pending();
+        let mut w = self.writer();
+        w.end_array();
+        self.fresh = w.fresh();
+        self.devs.pop();
+        self.drain(false)
+    }
+
+    fn error(&mut self, e: Error) -> Flow {
+        self.complete = false;
+        report(&format!(
+            "cannot read directory {}: {}",
+            quote(e.path().as_os_str().as_bytes()),
+            error_text(&e.io_error())
+        ));
+        if let Some(item) = &mut self.pending {
+            item.read_error = true;
+        }
+        Flow::Continue
     }
 }
 
 /// Write the export of the directory `root` to `out`; false when a part
 /// of the tree could not be read (it was reported).
-pub fn write(settings: &Settings, root: &[u8], out: &mut dyn Write) -> Result<bool, String> {
+pub fn write(settings: &Settings, root: &[u8], out: &mut (dyn Write + Send)) -> Result<bool, String> {
     let root_path = Path::new(OsStr::from_bytes(root));
     let root_meta = fnd_walk::meta::stat_path(root_path, settings.follow != crate::settings::Follow::Never)
         .map_err(|e| format!("cannot access {}: {}", quote(root), error_text(&e)))?;
     // ncdu names the root by its absolute path.
     let absolute = std::fs::canonicalize(root_path).map_err(|e| format!("{}: {}", quote(root), error_text(&e)))?;
     let excludes = Excludes::new(&settings.excludes)?;
-    let mut tree = Gathered {
-        items: Vec::new(),
-        names: Vec::new(),
-        dirs: HashMap::new(),
-    };
-    tree.push(0, absolute.as_os_str().as_bytes(), root_meta.is_dir());
-    tree.items[0].meta = Some(Meta::of(&root_meta));
-    let mut complete = true;
-    if root_meta.is_dir() {
-        tree.dirs.insert(root.into(), 0);
-        let mut walk = WalkBuilder::new(root_path)
-            .order(Order::Parallel)
-            .threads(settings.threads)
-            .io_depth(settings.io_depth)
-            .metadata(true)
-            .min_depth(1)
-            .follow_links(settings.follow == crate::settings::Follow::All);
-        // Without patterns, no path is built per entry to match against none.
-        if excludes.any() {
-            let skip = std::sync::Arc::new(move |prefix: &[u8], name: &[u8]| {
-                let mut path = prefix.to_vec();
-                path.extend_from_slice(name);
-                excludes.matches(&path)
-            });
-            let (prune, keep) = (skip.clone(), skip);
-            walk = walk
-                .prune(move |e| prune(e.parent_prefix, e.name))
-                .keep(move |e| !keep(e.parent_prefix, e.name));
-        }
-        for entry in walk {
-            match entry {
-                Ok(entry) => {
-                    let path = entry.path_bytes();
-                    let slash = path.iter().rposition(|&b| b == b'/').unwrap_or(0);
-                    let parent = tree.dir(&path[..slash]);
-                    let is_dir = entry.file_type().is_dir();
-                    let i = if is_dir {
-                        tree.dir(path)
-                    } else {
-                        tree.push(parent, entry.name_bytes(), false)
-                    };
-                    let meta = match entry.cached_metadata() {
-                        Some(m) => Some(Meta::of(m)),
-                        None => entry.metadata().ok().as_ref().map(Meta::of),
-                    };
-                    let item = &mut tree.items[i as usize];
-                    item.meta = meta;
-                    item.other_fs = settings.one_file_system && is_dir && meta.is_some_and(|m| m.dev != root_meta.dev);
-                }
-                Err(e) => {
-                    complete = false;
-                    let path = e.path().as_os_str().as_bytes();
-                    report(&format!(
-                        "cannot read directory {}: {}",
-                        quote(path),
-                        error_text(&e.io_error())
-                    ));
-                    if let Some(&i) = tree.dirs.get(path) {
-                        tree.items[i as usize].read_error = true;
-                    }
-                }
-            }
-        }
-    }
-    tree.sort_by_name();
-    write_tree(&tree, out).map_err(|e| format!("write error: {}", error_text(&e)))?;
-    Ok(complete)
-}
-
-impl Gathered {
-    /// Each directory's entries by name: the parallel walk gathers them in
-    /// whatever order its threads finish, and an export of the same tree
-    /// should read the same every time (and diff cleanly).
-    fn sort_by_name(&mut self) {
-        let names = &self.names;
-        let ranges: Vec<std::ops::Range<usize>> = self.items.iter().map(|i| i.name.clone()).collect();
-        for item in &mut self.items {
-            item.children
-                .sort_unstable_by(|&a, &b| names[ranges[a as usize].clone()].cmp(&names[ranges[b as usize].clone()]));
-        }
-    }
-}
-
-fn write_tree(tree: &Gathered, out: &mut dyn Write) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 20);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    let mut w = Writer::new(&mut buf);
+    let mut export = Export {
+        buf: Vec::with_capacity(128 << 10),
+        fresh: true,
+        out,
+        pending: None,
+        devs: Vec::new(),
+        one_file_system: settings.one_file_system,
+        root_dev: root_meta.dev,
+        complete: true,
+        failed: None,
+    };
+    let mut w = export.writer();
     w.begin_array();
     w.number(1);
     w.number(2);
@@ -215,49 +246,48 @@ fn write_tree(tree: &Gathered, out: &mut dyn Write) -> std::io::Result<()> {
     w.key(b"timestamp");
     w.number(now);
     w.end_object();
-    // Depth first, with a stack of (directory, next child) of its own.
-    let mut stack: Vec<(u32, usize)> = Vec::new();
-    let mut dev_stack: Vec<u64> = Vec::new();
-    let open = |w: &mut Writer<'_>, i: u32, stack: &mut Vec<(u32, usize)>, devs: &mut Vec<u64>| {
-        let item = &tree.items[i as usize];
-        let descend = item.is_dir && !item.other_fs;
-        if descend {
-            w.begin_array();
-        }
-        let parent_dev = devs.last().copied();
-        entry(w, tree, item, parent_dev);
-        if descend {
-            stack.push((i, 0));
-            devs.push(item.meta.map_or(parent_dev.unwrap_or(0), |m| m.dev));
-        }
+    export.fresh = w.fresh();
+    let root_item = Item {
+        name: absolute.as_os_str().as_bytes().to_vec(),
+        meta: Some(Meta::of(&root_meta)),
+        read_error: false,
+        other_fs: false,
     };
-    open(&mut w, 0, &mut stack, &mut dev_stack);
-    while let Some((dir, next)) = stack.last_mut() {
-        let children = &tree.items[*dir as usize].children;
-        if *next == children.len() {
-            stack.pop();
-            dev_stack.pop();
-            w.end_array();
-            continue;
-        }
-        let child = children[*next];
-        *next += 1;
-        open(&mut w, child, &mut stack, &mut dev_stack);
-        if w.len() > 1 << 20 {
-            w.drain_to(out)?;
-        }
+    if root_meta.is_dir() {
+        export.pending = Some(root_item);
+        let walk = WalkBuilder::new(root_path)
+            .threads(settings.threads)
+            .io_depth(settings.io_depth)
+            .metadata(true)
+            .min_depth(1)
+            .follow_links(settings.follow == crate::settings::Follow::All)
+            .filter(Some(Arc::new(Leave {
+                excludes,
+                other_fs_dev: settings.one_file_system.then_some(root_meta.dev),
+            })));
+        // Entries by name: an export of the same tree reads the same every
+        // time (and diffs cleanly), as before.
+        walk.visit_tree(TreeOrder::new(Within::Name, Nest::AtEntry), &mut export);
+    } else {
+        let mut w = export.writer();
+        entry(&mut w, &root_item, None);
+        export.fresh = w.fresh();
     }
+    let mut w = export.writer();
     w.end_array();
-    w.drain_to(out)?;
-    out.write_all(b"\n")?;
-    out.flush()
+    export.buf.push(b'\n');
+    export.drain(true);
+    match export.failed {
+        Some(e) => Err(format!("write error: {}", error_text(&e))),
+        None => Ok(export.complete),
+    }
 }
 
 /// One entry's object: what ncdu writes, zeros and `false`s left out.
-fn entry(w: &mut Writer<'_>, tree: &Gathered, item: &Item, parent_dev: Option<u64>) {
+fn entry(w: &mut Writer<'_>, item: &Item, parent_dev: Option<u64>) {
     w.begin_object();
     w.key(b"name");
-    w.string(&tree.names[item.name.clone()]);
+    w.string(&item.name);
     if let Some(m) = item.meta {
         for (key, value) in [(&b"asize"[..], m.asize), (b"dsize", m.dsize)] {
             if value != 0 {

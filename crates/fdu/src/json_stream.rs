@@ -410,6 +410,18 @@ impl<'o> Writer<'o> {
         Writer { out, fresh: true }
     }
 
+    /// Go on with a document written so far into `out`, `fresh` as
+    /// [`Writer::fresh`] said when the last writer stopped: a writer kept
+    /// by a consumer between the events it is handed.
+    pub fn resume(out: &'o mut Vec<u8>, fresh: bool) -> Writer<'o> {
+        Writer { out, fresh }
+    }
+
+    /// Whether the next value needs no comma before it.
+    pub fn fresh(&self) -> bool {
+        self.fresh
+    }
+
     fn separate(&mut self) {
         if !self.fresh {
             self.out.push(b',');

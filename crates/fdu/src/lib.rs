@@ -31,7 +31,9 @@
 //!   ncdu's export format (`-o`); [`tally`]: the walk of `--by`;
 //! - `ranks` (feature `mpi`): the whole command as one rank of an MPI job;
 //!   [`browse`]: `-i`, the scanned tree in a full-screen browser; [`diff`]:
-//!   `--diff`, two scans compared (one may be live).
+//!   `--diff`, two scans compared (one may be live); [`ordered`]: du's
+//!   lines in du's own order, from the walk's ordered mode (one consumer
+//!   adds up what every core read).
 
 pub mod browse;
 pub mod cli;
@@ -51,6 +53,7 @@ pub mod messages;
 pub mod ncdu;
 pub mod node;
 pub mod operands;
+pub mod ordered;
 pub mod output;
 pub mod progress;
 #[cfg(feature = "mpi")]
@@ -198,7 +201,9 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
         if scan.excluded(op) || !scan.begin_operand(i, id) {
             return;
         }
-        if m.is_dir() {
+        if m.is_dir() && ordered::applies(&run.settings) {
+            ordered::scan_dir(scan, op, m);
+        } else if m.is_dir() {
             scan.scan_dir(op, m);
         } else {
             scan.scan_file(op, m);

@@ -42,14 +42,14 @@ use crate::usage::{self, Usage};
 pub struct Scan {
     pub run: Run,
     pub progress: &'static Progress,
-    excludes: Excludes,
-    operands: Operands,
+    pub(crate) excludes: Excludes,
+    pub(crate) operands: Operands,
     /// Multiply-linked inodes already counted, across operands.
-    links: Links,
+    pub(crate) links: Links,
     /// Directories already entered, with `-L` (links can reach one twice).
-    dirs_seen: Mutex<HashSet<(u64, u64)>>,
+    pub(crate) dirs_seen: Mutex<HashSet<(u64, u64)>>,
     /// Device of the operand being walked (`-x`), and its inode.
-    root_dev: AtomicU64,
+    pub(crate) root_dev: AtomicU64,
     root_ino: AtomicU64,
     /// The operand being walked: its own usage and detail, for its node.
     root_own: Mutex<Option<(Usage, Detail)>>,
@@ -214,15 +214,16 @@ impl Scan {
 }
 
 /// gnulib's `dirent_inode_sort_may_be_useful`: every file system but NFS,
-/// CIFS and tmpfs.
-fn inode_sort_may_be_useful(path: &[u8]) -> bool {
+/// CIFS, tmpfs and Lustre (where the sort defeats the client's statahead).
+pub(crate) fn inode_sort_may_be_useful(path: &[u8]) -> bool {
     const NFS: i64 = 0x6969;
     const CIFS: i64 = 0xFF53_4D42;
     const TMPFS: i64 = 0x0102_1994;
+    const LUSTRE: i64 = 0x0BD0_0BD0;
     match rustix::fs::statfs(Path::new(OsStr::from_bytes(path))) {
         // f_type is i64 here, u32 on some architectures.
         #[allow(clippy::unnecessary_cast)]
-        Ok(st) => !matches!(st.f_type as i64, NFS | CIFS | TMPFS),
+        Ok(st) => !matches!(st.f_type as i64, NFS | CIFS | TMPFS | LUSTRE),
         Err(_) => true,
     }
 }

@@ -27,7 +27,7 @@ fn modules_import_only_downwards() {
             &["node"],
             &["hardlinks", "relay"],
             &["scan", "export", "tally"],
-            &["ranks", "browse", "diff"],
+            &["ranks", "browse", "diff", "ordered"],
         ],
     );
 }

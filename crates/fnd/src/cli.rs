@@ -45,6 +45,8 @@ pub enum SortArg {
     Name,
     Size,
     Mtime,
+    /// The order of `LC_ALL=C sort` on the unsorted listing.
+    Path,
 }
 
 /// When `--strip-cwd-prefix` strips `./`.
@@ -380,8 +382,9 @@ pub struct Cli {
     #[arg(long, value_enum, default_value = "parallel", hide_short_help = true)]
     pub order: OrderArg,
 
-    /// Sort entries within each directory; output still streams in tree order
-    /// (beyond fd; implies a single thread).
+    /// Sort entries within each directory (name, size, mtime), or the whole
+    /// listing by path (path: as `LC_ALL=C sort` would); the output streams
+    /// in tree order from every thread (beyond fd).
     #[arg(long, value_enum, value_name = "key", hide_short_help = true)]
     pub sort: Option<SortArg>,
 }

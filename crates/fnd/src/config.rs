@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter};
-use fnd_walk::{Order, Sort};
+use fnd_walk::{Nest, Order, Sort, TreeOrder, Within};
 
 use crate::cli::{Cli, OrderArg, SortArg, StripCwdWhen};
 use crate::color::Colors;
@@ -155,9 +155,9 @@ impl Config {
 
         let order = match (cli.order, cli.sort) {
             (OrderArg::Bfs, _) => Order::BreadthFirst,
-            // Sorted output streams in tree order, which one thread keeps.
-            (OrderArg::Dfs, _) | (OrderArg::Parallel, Some(_)) => Order::DepthFirst,
-            (OrderArg::Parallel, None) => Order::Parallel,
+            // `--order dfs --sort` keeps the one-thread sorted walk.
+            (OrderArg::Dfs, _) => Order::DepthFirst,
+            (OrderArg::Parallel, _) => Order::Parallel,
         };
         // Results that feed a command keep their `./` by default, as with `-0`.
         let has_command = cli.commands.config.is_some() || cli.list_details;
@@ -194,7 +194,16 @@ impl Config {
             sort_by_metadata: match cli.sort {
                 Some(SortArg::Size) => Some(MetadataKey::Size),
                 Some(SortArg::Mtime) => Some(MetadataKey::Mtime),
-                Some(SortArg::Name) | None => None,
+                Some(SortArg::Name | SortArg::Path) | None => None,
+            },
+            // Sorted on every core: each directory by name (size and time
+            // reorder its entries as they are written, subtrees staying in
+            // name order, as the one-thread walk has it), subtrees after
+            // the entries; or the whole listing by path.
+            tree_order: match (cli.order, cli.sort) {
+                (_, Some(SortArg::Path)) => Some(TreeOrder::new(Within::Path, Nest::AtEntry)),
+                (OrderArg::Parallel, Some(_)) => Some(TreeOrder::new(Within::Name, Nest::AfterEntries)),
+                _ => None,
             },
             max_results: max_results(cli),
             quiet: cli.quiet,

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use fnd_walk::ignore::IgnoreFilter;
 use fnd_walk::{
-    Alone, Chunk, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover, ImportError,
-    Order, RawEntry, Sort, Visitor, WalkBuilder, Walker,
+    Alone, Chunk, ChunkBuf, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover,
+    ImportError, Order, RawEntry, Sort, TreeOrder, TreeVisitor, Visitor, WalkBuilder, Walker,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -46,6 +46,8 @@ pub struct Search {
     pub hold_early: Option<Duration>,
     /// `--sort size|mtime`: the key each directory's entries are written in.
     pub sort_by_metadata: Option<MetadataKey>,
+    /// `--sort` on every core: the walk's ordered mode, in this order.
+    pub tree_order: Option<TreeOrder>,
     pub max_results: Option<usize>,
     pub quiet: bool,
     pub show_errors: bool,
@@ -230,11 +232,52 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
     }
 }
 
+/// `--sort` on every core: the ordered walk's one consumer, handed each
+/// directory's entries whole, in tree order.
+impl<W: Emit + Send> TreeVisitor for Printer<'_, W> {
+    fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+        let shared = self.shared;
+        let search = shared.search;
+        if chunk.is_empty() {
+            return Flow::Continue;
+        }
+        if search.quiet {
+            shared.found.store(true, Ordering::Relaxed);
+            return Flow::Stop;
+        }
+        let (allowed, last) = self.admit(chunk.len());
+        if allowed == 0 {
+            return Flow::Stop;
+        }
+        let out = &mut self.out;
+        let prefix = chunk.prefix();
+        let printed = match search.sort_by_metadata {
+            Some(key) => sorted_entries(chunk.iter(), key)[..allowed]
+                .iter()
+                .all(|&i| out.emit(&chunk.get(i), prefix)),
+            None => chunk.iter().take(allowed).all(|e| out.emit(&e, prefix)),
+        };
+        if printed && !last {
+            Flow::Continue
+        } else {
+            Flow::Stop
+        }
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        Visitor::error(self, error)
+    }
+}
+
 /// The chunk's entries ordered by size or modification time (ties keep the
 /// name order the walk sorted them in).
 fn sorted_by(chunk: &Chunk, key: MetadataKey) -> Vec<usize> {
-    let mut keyed: Vec<((i64, u32), usize)> = chunk
-        .iter()
+    sorted_entries(chunk.iter(), key)
+}
+
+/// Indexes of `entries` ordered by size or modification time, stably.
+fn sorted_entries<'e>(entries: impl Iterator<Item = EntryRef<'e>>, key: MetadataKey) -> Vec<usize> {
+    let mut keyed: Vec<((i64, u32), usize)> = entries
         .enumerate()
         .map(|(i, e)| {
             let m = e.metadata().ok();
@@ -313,6 +356,21 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         found: AtomicBool::new(false),
         early: EarlyResults::new(search.hold_early),
     };
+    if let Some(order) = search.tree_order {
+        // The ordered walk sorts each directory itself.
+        let builder = builder.sort(None).metadata(search.sort_by_metadata.is_some());
+        let mut printer = Printer {
+            shared: &shared,
+            out: writer(),
+        };
+        builder.visit_tree(order, &mut printer);
+        printer.out.flush();
+        return if search.quiet {
+            Outcome::HasResults(shared.found.load(Ordering::Relaxed))
+        } else {
+            Outcome::Success
+        };
+    }
     walker.visit(
         builder,
         || Printer {

@@ -18,7 +18,7 @@
 //! }
 //! ```
 //!
-//! # Four ways to consume a walk
+//! # Five ways to consume a walk
 //!
 //! | | runs your code | per-entry cost | order |
 //! |---|---|---|---|
@@ -26,6 +26,7 @@
 //! | [`WalkBuilder::chunks`] | on your thread | none: borrowed [`EntryRef`]s | as above |
 //! | [`WalkBuilder::for_each`] / [`for_each_with`](WalkBuilder::for_each_with) | on the walking threads | none | directories interleave |
 //! | [`WalkBuilder::visit`] with a [`Visitor`] | on the walking threads, one visitor each | none | as above |
+//! | [`WalkBuilder::visit_tree`] with a [`TreeVisitor`] | on one walking thread at a time | entries copied once into owned chunks | tree order ([`TreeOrder`]) on every core, memory bounded by a window |
 //!
 //! The iterators run the walk on background threads and receive whole
 //! chunks through a bounded channel: a slow consumer holds the walk back
@@ -102,6 +103,8 @@
 //!    directory in parts), `read` (one directory → chunks);
 //! 6. who reads what next: `schedule` (the serial orders, the thread pool,
 //!    and the seam where a scheduler spanning processes plugs in);
+//!    `ordered` (every core reads, results released in tree order within
+//!    a window of memory);
 //! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
 //!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), `walker` ([`Walker`]:
 //!    a walk run here, [`Alone`], or over the ranks of an MPI job), and
@@ -123,6 +126,7 @@ mod iter;
 pub mod meta;
 mod mounts;
 mod open;
+mod ordered;
 #[cfg(feature = "mpi")]
 pub mod ranks;
 mod read;
@@ -140,6 +144,7 @@ pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportEr
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use mounts::served_remotely;
+pub use ordered::{DirEvent, Held, Nest, TreeOrder, TreeVisitor, Within};
 pub use settings::{Order, Sort};
 pub use visit::{Flow, Visitor};
 pub use walker::{Alone, Walker};

@@ -25,6 +25,7 @@ fn modules_import_only_downwards() {
             &["read"],
             // Who reads what next.
             &["schedule"],
+            &["ordered"],
             // The public face.
             &["hooks", "ignore"],
             &["builder"],

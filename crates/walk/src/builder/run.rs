@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::filter::EntryFilter;
 use crate::hooks::Chain;
 use crate::io::AUTO_IO_DEPTH;
+use crate::ordered::{Held, TreeOrder, TreeVisitor};
 use crate::settings::{Order, Settings, Shared};
 use crate::visit::{Flow, Visitor};
 
@@ -61,6 +62,57 @@ impl WalkBuilder {
         ranks.run(&shared, handle, self.guarded(&shared, &make), |guard| {
             done(guard.into_visitor())
         });
+    }
+
+    /// Run the walk on every core and hand its results to `visitor` in
+    /// tree order ([`TreeOrder`]: each directory's entries as listed or
+    /// sorted, each subtree after its parent's entries or at its own entry,
+    /// [`TreeVisitor::leave`] after a whole subtree), as soon as everything
+    /// before them is out. Returns what it held at most.
+    ///
+    /// Workers read ahead in output order. The results that wait for their
+    /// turn stay under `order.window` bytes plus one directory per worker
+    /// (the one each is reading when the window fills), counted as the
+    /// names plus 56 bytes per entry (its slot and metadata) and a few
+    /// dozen per directory; past the window the workers read only the
+    /// directory the output waits for. A larger window keeps every core
+    /// busy through a slow consumer or an uneven tree; a small one holds
+    /// less and, when the output is slower than the reads, walks at the
+    /// output's pace. The directories waiting to be read (a name each) are
+    /// held as in a depth-first walk. Ordered walks do not split a huge
+    /// directory between threads. [`WalkBuilder::order`] is ignored (the
+    /// threads are [`WalkBuilder::threads`]).
+    ///
+    /// ```
+    /// use fnd_walk::{ChunkBuf, DirEvent, Flow, Nest, TreeOrder, TreeVisitor, WalkBuilder, Within};
+    ///
+    /// struct Lines(Vec<String>);
+    /// impl TreeVisitor for Lines {
+    ///     fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+    ///         self.0.extend(chunk.iter().map(|e| e.file_name().to_string_lossy().into_owned()));
+    ///         Flow::Continue
+    ///     }
+    ///     fn leave(&mut self, dir: DirEvent<'_>) -> Flow {
+    ///         if dir.depth > 0 {
+    ///             self.0.push(format!("end of {}", dir.path.rsplit(|&b| b == b'/').next().map(String::from_utf8_lossy).unwrap()));
+    ///         }
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("b")).unwrap();
+    /// std::fs::write(dir.path().join("b/x"), "").unwrap();
+    /// std::fs::write(dir.path().join("a"), "").unwrap();
+    /// std::fs::write(dir.path().join("c"), "").unwrap();
+    /// let mut lines = Lines(Vec::new());
+    /// let order = TreeOrder::new(Within::Name, Nest::AtEntry).window(1 << 20);
+    /// WalkBuilder::new(dir.path()).min_depth(1).threads(4).visit_tree(order, &mut lines);
+    /// assert_eq!(lines.0, ["a", "b", "x", "end of b", "c"]);
+    /// ```
+    pub fn visit_tree<V: TreeVisitor>(&self, order: TreeOrder, visitor: &mut V) -> Held {
+        let shared = self.resolve(None);
+        crate::ordered::run(&shared, order, self.cfg.lenient, visitor)
     }
 
     /// Each thread's visitor from `make`, wrapped (see [`Guard`]).

@@ -1,0 +1,349 @@
+//! du's lines in du's own order, from every core: the walk reads ahead in
+//! parallel and hands its results over in tree order (`fnd_walk`'s ordered
+//! walk), and one consumer adds them up as fts would visit them: each
+//! directory's entries in the order its read returned them (by inode in a
+//! batch of more than 10,000 where gnulib sorts), each subtree at its entry,
+//! a directory's line after its subtree. The output is the same for any
+//! number of threads and from run to run, and a hard link counts where du
+//! counts it: at the first link in that order.
+//!
+//! Used for du's lines (default, `-a`, `-d`, `-S`, `--time`, `-c`) from
+//! one process; the tree views, `-i` and the ranks of an MPI job keep the
+//! per-directory nodes of `crate::scan`, and so does `-s`, whose one line
+//! per operand has no order to keep.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+
+use fnd_walk::{
+    ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
+    TreeVisitor, WalkBuilder, Within,
+};
+
+use crate::hardlinks;
+use crate::messages::{error_text, quote};
+use crate::node::join;
+use crate::scan::{inode_sort_may_be_useful, Scan};
+use crate::settings::{Follow, Settings};
+use crate::usage::{Stamp, Usage};
+
+/// gnulib fts: a directory read in a batch of more than this many entries
+/// has the batch sorted by inode (`FTS_INODE_SORT_DIR_ENTRIES_THRESHOLD`),
+/// batches being `FTS_MAX_READDIR_ENTRIES` long.
+const INODE_SORT_ABOVE: usize = 10_000;
+const READDIR_BATCH: usize = 100_000;
+
+/// Whether this run's lines come from the ordered walk.
+pub fn applies(settings: &Settings) -> bool {
+    !settings.keeps_tree() && settings.max_depth > 0
+}
+
+/// Walk an operand that is a directory and print its lines in du's order.
+pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
+    let settings = &scan.run.settings;
+    scan.root_dev.store(m.dev, Relaxed);
+    let follow = settings.follow == Follow::All;
+    if follow {
+        scan.dirs_seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((m.dev, m.ino));
+    }
+    let within = if inode_sort_may_be_useful(path) {
+        Within::InodeBatches {
+            above: INODE_SORT_ABOVE,
+            batch: READDIR_BATCH,
+        }
+    } else {
+        Within::Listing
+    };
+    let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
+        .threads(settings.threads)
+        .io_depth(settings.io_depth)
+        .metadata(true)
+        .min_depth(1)
+        .follow_links(follow)
+        .filter(Some(Arc::new(Ancestry {
+            scan,
+            root: (m.dev, m.ino),
+        })));
+    let mut du = Du {
+        scan,
+        stack: Vec::new(),
+        next_own: None,
+        root: scan.run.usage(m),
+        lines: Vec::new(),
+    };
+    walk.visit_tree(TreeOrder::new(within, Nest::AtEntry), &mut du);
+    du.write_lines();
+}
+
+/// Subdirectories' device and inode, by name.
+type Ids = HashMap<Box<[u8]>, (u64, u64)>;
+
+/// Each directory's device and inode, and its parent's: du leaves out a
+/// directory met inside itself (a bind mount of an ancestor below it).
+/// A subdirectory's identity comes from the stat that decided to enter it
+/// (kept in `kids` until it is entered): one stat per directory, not two.
+struct Chain {
+    id: (u64, u64),
+    parent: Option<Arc<Chain>>,
+    kids: Mutex<Ids>,
+}
+
+/// What du leaves out, decided on the reading threads: `--exclude`, `-x`,
+/// operands met inside others, cycles; directories are yielded (their
+/// own size and their place in the listing), then descended.
+struct Ancestry {
+    scan: &'static Scan,
+    root: (u64, u64),
+}
+
+impl EntryFilter for Ancestry {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+        let parent = parent.and_then(|p| p.clone().downcast::<Chain>().ok());
+        let id = match &parent {
+            None => self.root,
+            Some(p) => {
+                let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
+                let known = p.kids.lock().unwrap_or_else(|e| e.into_inner()).remove(name);
+                known.unwrap_or_else(|| fnd_walk::meta::stat_fd(dir.fd).map_or((0, 0), |m| (m.dev, m.ino)))
+            }
+        };
+        Some(Arc::new(Chain {
+            id,
+            parent,
+            kids: Mutex::default(),
+        }))
+    }
+
+    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+        let scan = self.scan;
+        let settings = &scan.run.settings;
+        if scan.excludes.any() && scan.excludes.matches(&join(entry.parent_prefix, entry.name)) {
+            return Decision::SKIP;
+        }
+        if !entry.is_dir() {
+            return Decision::KEEP;
+        }
+        let follow = settings.follow == Follow::All;
+        let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
+            Ok(m) => m,
+            Err(e) => {
+                scan.run.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));
+                return Decision::SKIP;
+            }
+        };
+        if settings.one_file_system && m.dev != scan.root_dev.load(Relaxed) {
+            return Decision::SKIP;
+        }
+        if !scan.operands.counts(m.dev, m.ino) {
+            return Decision::SKIP;
+        }
+        if follow {
+            let mut seen = scan.dirs_seen.lock().unwrap_or_else(|e| e.into_inner());
+            if !seen.insert((m.dev, m.ino)) {
+                return Decision::SKIP;
+            }
+        } else {
+            let here = state.and_then(|s| s.downcast_ref::<Chain>());
+            let mut chain = here;
+            while let Some(c) = chain {
+                if c.id == (m.dev, m.ino) {
+                    return Decision::SKIP;
+                }
+                chain = c.parent.as_deref();
+            }
+            if let Some(here) = here {
+                let mut kids = here.kids.lock().unwrap_or_else(|e| e.into_inner());
+                kids.insert(entry.name.into(), (m.dev, m.ino));
+            }
+        }
+        Decision {
+            emit: true,
+            descend: true,
+        }
+    }
+}
+
+/// One directory being added up.
+struct Frame {
+    /// Its own size and its files' (what `-S` prints).
+    local: u64,
+    /// Its subdirectories' totals.
+    below: u64,
+    newest: Stamp,
+    /// Not a directory after all (swapped for a file between the listing
+    /// and the stat): what the walk finds under it is neither counted nor
+    /// printed, and the entry was counted as what the stat found.
+    ghost: bool,
+}
+
+/// The consumer: du's `process_file`, in fts's order.
+struct Du {
+    scan: &'static Scan,
+    stack: Vec<Frame>,
+    /// The own usage of the directory whose subtree comes next (`None`:
+    /// the entry before it was not a directory by its stat).
+    next_own: Option<Usage>,
+    /// The operand's own usage.
+    root: Usage,
+    lines: Vec<u8>,
+}
+
+impl Du {
+    fn write_lines(&mut self) {
+        if !self.lines.is_empty() {
+            self.scan.run.out.write(&self.lines);
+            self.lines.clear();
+        }
+    }
+
+    fn flow(&mut self) -> Flow {
+        if self.lines.len() >= 64 * 1024 {
+            self.write_lines();
+        }
+        if self.scan.run.out.closed() {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    }
+}
+
+impl TreeVisitor for Du {
+    fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
+        let own = if dir.depth == 0 {
+            Some(self.root)
+        } else {
+            self.next_own.take()
+        };
+        let ghost = own.is_none() || self.stack.last().is_some_and(|f| f.ghost);
+        let own = own.unwrap_or(Usage::NONE);
+        self.stack.push(Frame {
+            local: own.amount,
+            below: 0,
+            newest: own.stamp,
+            ghost,
+        });
+        Flow::Continue
+    }
+
+    fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+        let scan = self.scan;
+        let run = &scan.run;
+        let settings = &run.settings;
+        let print_files = settings.all && chunk.depth() <= settings.max_depth;
+        let link_all = settings.follow == Follow::All;
+        let mut disk = 0;
+        self.next_own = None;
+        let Some(frame) = self.stack.last_mut() else {
+            return Flow::Continue;
+        };
+        if frame.ghost {
+            return Flow::Continue;
+        }
+        for entry in chunk.iter() {
+            // Only the run's last entry can have a subtree next.
+            self.next_own = None;
+            let Some(m) = entry.cached_metadata() else {
+                let mut path = Vec::new();
+                entry.write_path(&mut path);
+                let err = entry
+                    .metadata()
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("stat failed"));
+                run.cannot_access(&path, Some(&err));
+                continue;
+            };
+            if m.is_dir() {
+                // Its subtree comes next, its line after it.
+                self.next_own = Some(run.usage(m));
+                continue;
+            }
+            if link_all && m.file_type().is_symlink() {
+                let mut path = Vec::new();
+                entry.write_path(&mut path);
+                run.cannot_access(&path, None);
+                continue;
+            }
+            if !scan.operands.counts(m.dev, m.ino) {
+                continue;
+            }
+            if hardlinks::counted_once(settings, m.nlink) && !scan.links.first(m.dev, m.ino) {
+                continue;
+            }
+            let usage = run.usage(m);
+            disk += m.blocks * 512;
+            frame.local += usage.amount;
+            frame.newest = frame.newest.max(usage.stamp);
+            if print_files {
+                let mut path = Vec::with_capacity(chunk.prefix().len() + entry.name_bytes().len());
+                entry.write_path(&mut path);
+                run.line(&mut self.lines, usage, &path);
+            }
+        }
+        scan.progress.entries.fetch_add(chunk.len() as u64, Relaxed);
+        scan.progress.bytes.fetch_add(disk, Relaxed);
+        self.flow()
+    }
+
+    fn leave(&mut self, dir: DirEvent<'_>) -> Flow {
+        self.next_own = None;
+        let Some(frame) = self.stack.pop() else {
+            return Flow::Continue;
+        };
+        if frame.ghost {
+            return Flow::Continue;
+        }
+        let run = &self.scan.run;
+        let settings = &run.settings;
+        let total = Usage {
+            amount: frame.local + frame.below,
+            stamp: frame.newest,
+        };
+        if dir.depth <= settings.max_depth {
+            let shown = if settings.separate_dirs {
+                Usage {
+                    amount: frame.local,
+                    ..total
+                }
+            } else {
+                total
+            };
+            run.line(&mut self.lines, shown, dir.path);
+        }
+        self.scan.progress.entries.fetch_add(1, Relaxed);
+        match self.stack.last_mut() {
+            Some(parent) => {
+                parent.below += total.amount;
+                parent.newest = parent.newest.max(total.stamp);
+            }
+            None => {
+                run.add_operand(dir.path, total, None, Default::default());
+            }
+        }
+        self.flow()
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if let fnd_walk::ErrorKind::Loop { .. } = error.kind() {
+            return Flow::Continue;
+        }
+        // In order with the lines around it.
+        self.write_lines();
+        let path = error.path().as_os_str().as_bytes();
+        let what = match error.kind() {
+            fnd_walk::ErrorKind::Follow(_) => "cannot access",
+            _ => "cannot read directory",
+        };
+        self.scan
+            .run
+            .error(&format!("{what} {}: {}", quote(path), error_text(&error.io_error())));
+        self.flow()
+    }
+}

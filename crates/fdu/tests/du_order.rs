@@ -1,0 +1,122 @@
+//! fdu's lines in GNU du's exact order, byte for byte and unsorted, on
+//! trees built to stress the order: many siblings, a deep chain, a
+//! directory past fts's inode-sort threshold (10,000 entries), hard links
+//! across directories; and the same bytes for every `-j` and every run.
+//!
+//! Without GNU du the comparisons say so on stderr and check only that
+//! fdu agrees with itself.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use fnd_test_support::references;
+
+const FDU: &str = env!("CARGO_BIN_EXE_fdu");
+
+/// The option cases compared (each also with several operands).
+const CASES: &[&[&str]] = &[
+    &[],
+    &["-a"],
+    &["-d1"],
+    &["-d2", "-a"],
+    &["-S"],
+    &["-S", "-a"],
+    &["--time", "--time-style=+%s"],
+    &["-c"],
+    &["-a", "-c", "--apparent-size"],
+    &["--inodes", "-a"],
+    &["-l", "-a"],
+];
+
+fn output(mut cmd: Command, args: &[&str], cwd: &Path) -> Vec<u8> {
+    let out = cmd
+        .args(args)
+        .current_dir(cwd)
+        .env("TZ", "UTC")
+        .env_remove("BLOCK_SIZE")
+        .env_remove("DU_BLOCK_SIZE")
+        .env_remove("BLOCKSIZE")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn fdu(args: &[&str], cwd: &Path) -> Vec<u8> {
+    output(Command::new(FDU), args, cwd)
+}
+
+/// The tree: `wide` (300 siblings, each with a few files and a
+/// subdirectory), `chain` (200 levels), `huge` (a directory of 20,500
+/// entries with subdirectories among them), hard links across them.
+fn build(root: &Path) {
+    let wide = root.join("t/wide");
+    for i in 0..300 {
+        let d = wide.join(format!("s{i:03}"));
+        fs::create_dir_all(d.join("inner")).unwrap();
+        for f in 0..3 {
+            fs::write(d.join(format!("f{f}")), vec![b'x'; 100 * (i % 7 + f)]).unwrap();
+        }
+        fs::write(d.join("inner/leaf"), vec![b'y'; 5000]).unwrap();
+    }
+    let mut deep = root.join("t/chain");
+    for level in 0..200 {
+        deep.push(format!("l{level}"));
+    }
+    fs::create_dir_all(&deep).unwrap();
+    fs::write(deep.join("bottom"), vec![b'z'; 9000]).unwrap();
+    let huge = root.join("t/huge");
+    fs::create_dir_all(&huge).unwrap();
+    for i in 0..20_500 {
+        if i % 1000 == 0 {
+            fs::create_dir(huge.join(format!("dir{i}"))).unwrap();
+            fs::write(huge.join(format!("dir{i}/inside")), vec![b'q'; 3000]).unwrap();
+        } else {
+            fs::write(huge.join(format!("e{i}")), []).unwrap();
+        }
+    }
+    // Links across directories: whichever du meets first counts.
+    fs::write(root.join("t/wide/s005/shared"), vec![b'l'; 20_000]).unwrap();
+    fs::hard_link(root.join("t/wide/s005/shared"), root.join("t/huge/link_a")).unwrap();
+    fs::hard_link(root.join("t/wide/s005/shared"), root.join("t/wide/s200/inner/link_b")).unwrap();
+    fs::hard_link(root.join("t/wide/s005/shared"), deep.join("link_c")).unwrap();
+}
+
+#[test]
+fn lines_in_dus_order_for_every_thread_count_and_every_run() {
+    let dir = tempfile::tempdir().unwrap();
+    build(dir.path());
+    let root = dir.path();
+    let du = references::gnu_du();
+    for case in CASES {
+        for operands in [&["t"][..], &["t/wide", "t/chain", "t/huge", "t"]] {
+            let args: Vec<&str> = case.iter().chain(operands).copied().collect();
+            let first = fdu(&args, root);
+            if let Some(du) = &du {
+                let theirs = output(du.command(), &args, root);
+                assert!(
+                    first == theirs,
+                    "{args:?}: fdu's lines differ from du's (first difference at line {})",
+                    first
+                        .split(|&b| b == b'\n')
+                        .zip(theirs.split(|&b| b == b'\n'))
+                        .position(|(a, b)| a != b)
+                        .unwrap_or(0)
+                );
+            }
+            for j in ["-j1", "-j2", "-j8"] {
+                let with_j: Vec<&str> = [j].iter().chain(&args).copied().collect();
+                assert!(fdu(&with_j, root) == first, "{with_j:?} differs from {args:?}");
+            }
+        }
+    }
+    let first = fdu(&["-a", "t"], root);
+    for run in 0..20 {
+        assert!(fdu(&["-a", "-j8", "t"], root) == first, "run {run} differs");
+    }
+}

@@ -1,0 +1,1157 @@
+//! The ordered walk: every core reads, and the results come out in tree
+//! order, with the memory held for results that wait bounded by a window.
+//!
+//! Offers [`TreeOrder`] (what order, how large a window), [`Within`] (the
+//! order of one directory's entries), [`Nest`] (where a subdirectory's
+//! subtree comes among its parent's entries), [`TreeVisitor`] (the one
+//! consumer, called in order) and [`DirEvent`] (a directory entered or
+//! left). [`WalkBuilder::visit_tree`](crate::WalkBuilder::visit_tree) runs it.
+//!
+//! Relies on `read` for the [`Reader`] (one job in; chunks and the
+//! subdirectories' jobs out), on `settings` for the walk's options and stop
+//! flag, on `entry` for [`ChunkBuf`] and on `visit` for the per-read
+//! [`Visitor`] it collects each directory's chunks with.
+//!
+//! # How
+//!
+//! Each directory read is one job with a key: its place in the release
+//! order (its parent's key and its own rank among the parent's items), so
+//! comparing keys compares places in the output. Pending jobs sit in one
+//! heap; a worker takes the smallest key, so the workers read ahead in the
+//! order the output needs. A directory read whole becomes a result: its
+//! entries arranged ([`Within`]) and its subdirectories placed among them
+//! ([`Nest`]). One thread at a time (whichever deposited the result the
+//! output waited for) releases results in order to the consumer, until it
+//! meets a subdirectory not read yet: the *head*.
+//!
+//! While the results held exceed the window, workers take no job but the
+//! head's (which is then the smallest key in the heap: everything before
+//! it has been released), so the walk slows down to the pace of the output
+//! instead of growing. The head can always be read, so a full window never
+//! deadlocks.
+//!
+//! The parallel order's readers split a huge directory between threads
+//! and keep few directories pending by going depth-first per worker; this
+//! walk reads each directory on one thread and takes jobs in output order
+//! from one shared heap (one lock per directory).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use crate::entry::{Chunk, ChunkBuf};
+use crate::error::Error;
+use crate::io::Probe;
+use crate::read::{Job, Reader};
+use crate::settings::Shared;
+use crate::visit::{Flow, Visitor};
+
+/// How one directory's entries are ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Within {
+    /// As the directory read returned them.
+    Listing,
+    /// By name bytes.
+    Name,
+    /// By apparent size, smallest first, then by name (needs
+    /// [`metadata`](crate::WalkBuilder::metadata); entries without it count as 0).
+    Size,
+    /// By modification time, oldest first, then by name (needs metadata).
+    Mtime,
+    /// By name, a directory's name compared as if it ended in `/`, and
+    /// every subtree placed where its paths sort (whatever [`Nest`] says):
+    /// the whole output in the order of its paths under `LC_ALL=C sort`,
+    /// directories spelt with a trailing `/` (fd's way).
+    Path,
+    /// As listed, but each run of `batch` entries of a directory (the
+    /// first `batch`, the next `batch`, ...) that holds more than `above`
+    /// entries sorted by inode number: what gnulib's fts (and so GNU du and
+    /// find) does on most file systems, with `above` 10,000 and `batch`
+    /// 100,000.
+    InodeBatches { above: usize, batch: usize },
+}
+
+/// Where a subdirectory's subtree comes among its parent's entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nest {
+    /// All of a directory's entries first, then each subdirectory's
+    /// subtree, in the order of their entries ([`Order::DepthFirst`](crate::Order::DepthFirst)'s order).
+    AfterEntries,
+    /// Right after the subdirectory's own entry (a walk that does not yield
+    /// a subdirectory it descends into gets its subtree after the other
+    /// entries): find's and du's order.
+    AtEntry,
+}
+
+/// The order of an ordered walk, and the memory it may hold.
+#[derive(Clone, Copy, Debug)]
+pub struct TreeOrder {
+    pub within: Within,
+    pub nest: Nest,
+    /// Bytes of results read ahead and waiting for their turn (names,
+    /// metadata and the chunks' bookkeeping, counted per entry), past which
+    /// the workers read only what the output waits for. See
+    /// [`WalkBuilder::visit_tree`](crate::WalkBuilder::visit_tree) for the bound.
+    pub window: usize,
+}
+
+impl TreeOrder {
+    /// The default window: 8 MiB, room for some 50,000 entries read ahead.
+    pub const WINDOW: usize = 8 << 20;
+
+    /// Directories in `within` order, subtrees placed by `nest`, with the
+    /// default window.
+    pub fn new(within: Within, nest: Nest) -> Self {
+        TreeOrder {
+            within,
+            nest,
+            window: Self::WINDOW,
+        }
+    }
+
+    /// The same order with another window, in bytes.
+    pub fn window(self, bytes: usize) -> Self {
+        TreeOrder { window: bytes, ..self }
+    }
+}
+
+/// A directory the walk enters or leaves, as the consumer is told.
+#[derive(Clone, Copy, Debug)]
+pub struct DirEvent<'a> {
+    /// Its path, as the walk spells it (a root as given).
+    pub path: &'a [u8],
+    /// Its depth: 0 for a root.
+    pub depth: usize,
+    /// Which root it lies under.
+    pub root: usize,
+}
+
+/// The one consumer of an ordered walk: called in tree order, by one thread
+/// at a time (whichever worker releases results), never two calls at once.
+pub trait TreeVisitor: Send {
+    /// A directory is about to be walked: its entries and subtrees follow,
+    /// then [`leave`](Self::leave). Called for every directory the walk
+    /// descends into, whether or not it could be opened (one that could
+    /// not gets its error in between).
+    fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
+        let _ = dir;
+        Flow::Continue
+    }
+
+    /// A run of one directory's entries, in order. With [`Nest::AtEntry`] a
+    /// run ends at each entry whose subtree follows.
+    fn entries(&mut self, chunk: &ChunkBuf) -> Flow;
+
+    /// Everything under the directory has been handed over (post-order).
+    fn leave(&mut self, dir: DirEvent<'_>) -> Flow {
+        let _ = dir;
+        Flow::Continue
+    }
+
+    /// An error at one path, in the place of what it concerns.
+    fn error(&mut self, error: Error) -> Flow {
+        let _ = error;
+        Flow::Continue
+    }
+}
+
+/// What the ordered walk held at most, for tests and measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Most bytes of results waiting at once.
+    pub peak_bytes: usize,
+    /// The largest single directory's result, in the same bytes.
+    pub largest_dir: usize,
+}
+
+/// The bytes a chunk is counted for: its names, and per entry the slot,
+/// the metadata and a share of the bookkeeping.
+fn chunk_bytes(c: &ChunkBuf) -> usize {
+    const PER_ENTRY: usize =
+        std::mem::size_of::<crate::entry::Slot>() + std::mem::size_of::<Option<crate::meta::Metadata>>();
+    std::mem::size_of::<ChunkBuf>() + c.names.len() + c.slots.len() * PER_ENTRY
+}
+
+/// The bytes a subdirectory's place is counted for, until it is left.
+fn slot_bytes(s: &Slot) -> usize {
+    std::mem::size_of::<Slot>() + s.path.len() + s.key.len() * 4
+}
+
+/// One item of a directory's result, in release order.
+enum Item {
+    Entries(ChunkBuf),
+    Sub(Arc<Slot>),
+    Error(Error),
+}
+
+/// A directory read: what it releases, in order.
+struct Done {
+    items: Vec<Item>,
+    bytes: usize,
+}
+
+/// Where a directory's result lands. Filled under the state's lock.
+struct Slot {
+    key: Box<[u32]>,
+    path: Box<[u8]>,
+    depth: usize,
+    root: usize,
+    result: Mutex<Option<Done>>,
+}
+
+impl Slot {
+    fn event(&self) -> DirEvent<'_> {
+        DirEvent {
+            path: &self.path,
+            depth: self.depth,
+            root: self.root,
+        }
+    }
+}
+
+struct Queued {
+    slot: Arc<Slot>,
+    job: Job,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.slot.key == other.slot.key
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    /// Reversed: the heap's top is the smallest key, the earliest output.
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        other.slot.key.cmp(&self.slot.key)
+    }
+}
+
+/// What the workers share, under one lock.
+struct State {
+    heap: BinaryHeap<Queued>,
+    /// Jobs being read.
+    reading: usize,
+    /// Bytes of results deposited and not released yet.
+    held: usize,
+    /// The key the output waits for, when no thread is releasing.
+    head: Option<Box<[u32]>>,
+    /// A thread is releasing (it will set `head` when it stops).
+    releasing: bool,
+    /// Workers waiting for a job: std's condvar makes a system call per
+    /// notification, waiters or not, so only these get one.
+    sleepers: usize,
+    stats: Held,
+}
+
+/// The release position: a stack of directories being handed out.
+struct Cursor<'v, V> {
+    visitor: &'v mut V,
+    /// Each open directory's items, the next one to release, and its slot
+    /// (`None` for the walk's roots).
+    stack: Vec<(VecDeque<Item>, Option<Arc<Slot>>)>,
+}
+
+struct Ordered<'s, 'v, V> {
+    shared: &'s Shared,
+    /// Workers running.
+    workers: AtomicUsize,
+    order: TreeOrder,
+    lenient: bool,
+    state: Mutex<State>,
+    wake: Condvar,
+    cursor: Mutex<Cursor<'v, V>>,
+}
+
+/// Wake every waiting worker, if one waits (`st`: the state, locked).
+fn wake_all(wake: &Condvar, st: &State) {
+    if st.sleepers > 0 {
+        wake.notify_all();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Run the ordered walk of `shared` with `visitor`; what it held at most.
+pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bool, visitor: &mut V) -> Held {
+    let roots: Vec<Arc<Slot>> = shared
+        .roots
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            Arc::new(Slot {
+                key: Box::new([i as u32]),
+                path: path.clone().into_boxed_slice(),
+                depth: 0,
+                root: i,
+                result: Mutex::new(None),
+            })
+        })
+        .collect();
+    let mut heap = BinaryHeap::new();
+    for (i, slot) in roots.iter().enumerate() {
+        heap.push(Queued {
+            slot: slot.clone(),
+            job: Job::root(i, &shared.roots[i]),
+        });
+    }
+    let first = roots.first().map(|s| s.key.clone());
+    let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
+    let walk = Ordered {
+        shared,
+        workers: AtomicUsize::new(shared.settings.threads.max(1)),
+        order,
+        lenient,
+        state: Mutex::new(State {
+            heap,
+            reading: 0,
+            held: 0,
+            head: first,
+            releasing: false,
+            sleepers: 0,
+            stats: Held::default(),
+        }),
+        wake: Condvar::new(),
+        cursor: Mutex::new(Cursor {
+            visitor,
+            stack: vec![(top.into(), None)],
+        }),
+    };
+    let threads = shared.settings.threads.max(1);
+    std::thread::scope(|scope| {
+        let walk = &walk;
+        for _ in 1..threads {
+            // A thread refused is a worker fewer: the walk goes on with the rest.
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work(scope, false));
+        }
+        walk.work(scope, false);
+    });
+    let stats = lock(&walk.state).stats;
+    stats
+}
+
+/// Collects one directory's chunks and errors, in the order read; or,
+/// when the output waits for this very directory, hands them straight to
+/// the consumer (a huge directory the output waits for is never held).
+struct Collect<'o, 'a, 'v, V> {
+    walk: &'o Ordered<'a, 'v, V>,
+    slot: &'o Arc<Slot>,
+    items: Vec<Item>,
+    /// This read holds the release and streams to the consumer (which it
+    /// locks per chunk: no other thread takes the lock meanwhile).
+    streaming: bool,
+    /// Streaming is over for this read: a subdirectory's entry came, whose
+    /// subtree must follow it (not known until the read ends).
+    streamed_all_it_can: bool,
+}
+
+impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
+    /// Take over the release if the output waits for this directory.
+    fn try_stream(&mut self) {
+        let walk = self.walk;
+        if self.streaming || self.streamed_all_it_can || walk.order.within != Within::Listing {
+            return;
+        }
+        let mut st = lock(&walk.state);
+        if st.releasing || st.head.as_deref() != Some(&self.slot.key[..]) {
+            return;
+        }
+        st.releasing = true;
+        st.head = None;
+        drop(st);
+        let mut cursor = lock(&walk.cursor);
+        let Cursor { visitor, stack } = &mut *cursor;
+        // The release stopped at this directory's place: it is the front.
+        if let Some((items, _)) = stack.last_mut() {
+            items.pop_front();
+        }
+        if visitor.enter(self.slot.event()) == Flow::Stop {
+            walk.shared.stop();
+        }
+        stack.push((VecDeque::new(), Some(self.slot.clone())));
+        for item in std::mem::take(&mut self.items) {
+            deliver(&mut **visitor, item, walk.shared);
+        }
+        self.streaming = true;
+    }
+}
+
+/// Hand one item that needs no subtree to the consumer.
+fn deliver<V: TreeVisitor>(visitor: &mut V, item: Item, shared: &Shared) -> Flow {
+    let flow = match item {
+        Item::Entries(buf) => visitor.entries(&buf),
+        Item::Error(e) => visitor.error(e),
+        Item::Sub(_) => unreachable!("a read's own items hold no subtree"),
+    };
+    if flow == Flow::Stop {
+        shared.stop();
+    }
+    flow
+}
+
+impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+        let buf = chunk.take();
+        self.try_stream();
+        if !self.streaming || self.streamed_all_it_can {
+            self.items.push(Item::Entries(buf));
+            return Flow::Continue;
+        }
+        let first_dir = match self.walk.order.nest {
+            Nest::AtEntry => buf
+                .iter()
+                .position(|e| e.file_type().is_dir() || e.target_type().is_dir()),
+            Nest::AfterEntries => None,
+        };
+        let (now, later) = match first_dir {
+            None => (buf, None),
+            Some(i) => {
+                let (mut now, mut later) = (ChunkBuf::new(buf.dir.clone()), ChunkBuf::new(buf.dir.clone()));
+                (0..i).for_each(|k| copy_entry(&buf, k, &mut now));
+                (i..buf.len()).for_each(|k| copy_entry(&buf, k, &mut later));
+                (now, Some(later))
+            }
+        };
+        let flow = if now.is_empty() {
+            Flow::Continue
+        } else {
+            deliver(
+                &mut *lock(&self.walk.cursor).visitor,
+                Item::Entries(now),
+                self.walk.shared,
+            )
+        };
+        if let Some(later) = later {
+            self.streamed_all_it_can = true;
+            self.items.push(Item::Entries(later));
+        }
+        flow
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        if self.walk.lenient && error.is_benign() && error.depth() > 0 {
+            return Flow::Continue;
+        }
+        if self.streaming && !self.streamed_all_it_can {
+            deliver(
+                &mut *lock(&self.walk.cursor).visitor,
+                Item::Error(error),
+                self.walk.shared,
+            )
+        } else {
+            self.items.push(Item::Error(error));
+            Flow::Continue
+        }
+    }
+}
+
+impl<V: TreeVisitor> Ordered<'_, '_, V> {
+    /// One worker: read jobs until the walk is over. Reads seen to wait on
+    /// I/O add a worker (up to the I/O depth, as the parallel pool does):
+    /// on a cold cache or a slow mount the walk goes as fast as the reads
+    /// in flight. `added`: this worker was added so, and holds a budget share.
+    fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, added: bool) {
+        let mut reader = Reader::new();
+        let mut children = Vec::new();
+        let max = self.shared.settings.io_depth.max(self.shared.settings.threads);
+        let mut probe = Probe::new(max > self.shared.settings.threads);
+        loop {
+            let Some(Queued { slot, job }) = self.next_job() else {
+                probe.idle();
+                if added {
+                    self.shared.budget.release_workers(1);
+                }
+                return;
+            };
+            probe.start();
+            let mut collect = Collect {
+                walk: self,
+                slot: &slot,
+                items: Vec::new(),
+                streaming: false,
+                streamed_all_it_can: false,
+            };
+            reader.read(self.shared, job, &mut collect, &mut children, None);
+            if probe.finish() {
+                let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
+                if workers < max && self.shared.budget.reserve_workers(1) == 1 {
+                    let spawned = std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, true));
+                    if spawned.is_err() {
+                        self.shared.budget.release_workers(1);
+                        self.workers.fetch_sub(1, AtomicOrdering::AcqRel);
+                    }
+                } else {
+                    self.workers.fetch_sub(1, AtomicOrdering::AcqRel);
+                    if workers >= max {
+                        probe.disable();
+                    }
+                }
+            }
+            let streaming = collect.streaming;
+            let done = self.arrange(&slot, collect.items, &mut children);
+            if !streaming {
+                self.deposit(&slot, done);
+                continue;
+            }
+            // This read holds the release: the rest of its items go out
+            // now, and the release goes on from there.
+            let mut cursor = lock(&self.cursor);
+            let mut st = lock(&self.state);
+            st.reading -= 1;
+            st.held += done.bytes;
+            st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
+            drop(st);
+            if let Some((items, _)) = cursor.stack.last_mut() {
+                items.extend(done.items);
+            }
+            self.release_with(cursor);
+        }
+    }
+
+    /// The next job to read: the smallest key, if the window has room or it
+    /// is the head; `None` when the walk is over (or stopped).
+    fn next_job(&self) -> Option<Queued> {
+        let mut st = lock(&self.state);
+        loop {
+            if self.shared.stopped() {
+                st.heap.clear();
+                wake_all(&self.wake, &st);
+                return None;
+            }
+            if let Some(top) = st.heap.peek() {
+                let is_head = st.head.as_deref() == Some(&top.slot.key[..]);
+                if st.held <= self.order.window || is_head {
+                    let q = st.heap.pop().expect("peeked");
+                    st.reading += 1;
+                    return Some(q);
+                }
+            } else if st.reading == 0 {
+                return None;
+            }
+            st.sleepers += 1;
+            st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            st.sleepers -= 1;
+        }
+    }
+
+    /// A read directory's result: its entries in order, its subdirectories
+    /// placed among them, each queued with its key.
+    fn arrange(&self, slot: &Arc<Slot>, items: Vec<Item>, children: &mut Vec<Job>) -> Done {
+        // The root's own entry (depth 0) and errors keep their place in front.
+        let mut front = Vec::new();
+        let mut chunks = Vec::new();
+        for item in items {
+            match item {
+                Item::Entries(c) if c.depth() > 0 => chunks.push(c),
+                other => front.push(other),
+            }
+        }
+        let entries = arrange_entries(chunks, self.order.within);
+        // Subdirectories by name: where their entry is (or the end).
+        let mut names: HashMap<Box<[u8]>, Job> = HashMap::with_capacity(children.len());
+        let mut unnamed = Vec::new();
+        let mut listed = Vec::with_capacity(children.len());
+        for job in children.drain(..) {
+            match &job {
+                Job::Open(p) => {
+                    listed.push(p.name.clone());
+                    names.insert(p.name.clone(), job);
+                }
+                _ => unnamed.push(job),
+            }
+        }
+        let mut out = front;
+        if self.order.within == Within::Path {
+            self.merge_by_path(slot, entries, names, &mut out);
+            for job in unnamed {
+                out.push(self.queue(slot, out.len(), job));
+            }
+            return done(out);
+        }
+        let mut subs: Vec<Job> = Vec::new();
+        let nest_at = self.order.nest == Nest::AtEntry;
+        let is_dir = |e: &crate::entry::EntryRef<'_>| e.file_type().is_dir() || e.target_type().is_dir();
+        for buf in entries {
+            if names.is_empty() {
+                out.push(Item::Entries(buf));
+            } else if !nest_at {
+                for e in buf.iter().filter(is_dir) {
+                    subs.extend(names.remove(e.name_bytes()));
+                }
+                out.push(Item::Entries(buf));
+            } else {
+                // Cut the run after each entry whose subtree comes next.
+                let mut run = ChunkBuf::new(buf.dir.clone());
+                for i in 0..buf.len() {
+                    copy_entry(&buf, i, &mut run);
+                    let e = buf.get(i);
+                    if let Some(job) = is_dir(&e).then(|| names.remove(e.name_bytes())).flatten() {
+                        out.push(Item::Entries(std::mem::replace(
+                            &mut run,
+                            ChunkBuf::new(buf.dir.clone()),
+                        )));
+                        out.push(self.queue(slot, out.len(), job));
+                    }
+                }
+                if !run.is_empty() {
+                    out.push(Item::Entries(run));
+                }
+            }
+        }
+        // Subdirectories not yielded come after the entries, in the
+        // directory's order (by name when the entries are sorted).
+        if !names.is_empty() {
+            let mut rest: Vec<Box<[u8]>> = listed.into_iter().filter(|n| names.contains_key(n)).collect();
+            if self.order.within != Within::Listing {
+                rest.sort_unstable();
+            }
+            subs.extend(rest.iter().filter_map(|n| names.remove(n)));
+        }
+        subs.extend(unnamed);
+        for job in subs {
+            let item = self.queue(slot, out.len(), job);
+            out.push(item);
+        }
+        done(out)
+    }
+
+    /// [`Within::Path`]: entries sorted by their path key, and each
+    /// subtree (yielded or not) where `name/` sorts among them.
+    fn merge_by_path(
+        &self,
+        slot: &Arc<Slot>,
+        entries: Vec<ChunkBuf>,
+        names: HashMap<Box<[u8]>, Job>,
+        out: &mut Vec<Item>,
+    ) {
+        let mut subs: Vec<(Box<[u8]>, Job)> = names.into_iter().collect();
+        let slashed = |name: &[u8]| name.iter().copied().chain(Some(b'/')).collect::<Vec<u8>>();
+        subs.sort_unstable_by_key(|(name, _)| slashed(name));
+        let mut subs = subs.into_iter().peekable();
+        for buf in entries {
+            let mut run = ChunkBuf::new(buf.dir.clone());
+            for i in 0..buf.len() {
+                let e = buf.get(i);
+                // Subtrees whose `name/` sorts before this entry's key.
+                while let Some((name, _)) = subs.peek() {
+                    let sub_key = name.iter().copied().chain(Some(b'/'));
+                    if sub_key.cmp(path_key(&e)) != CmpOrdering::Less {
+                        break;
+                    }
+                    let (_, job) = subs.next().expect("peeked");
+                    if !run.is_empty() {
+                        out.push(Item::Entries(std::mem::replace(
+                            &mut run,
+                            ChunkBuf::new(buf.dir.clone()),
+                        )));
+                    }
+                    out.push(self.queue(slot, out.len(), job));
+                }
+                copy_entry(&buf, i, &mut run);
+            }
+            if !run.is_empty() {
+                out.push(Item::Entries(run));
+            }
+        }
+        for (_, job) in subs {
+            out.push(self.queue(slot, out.len(), job));
+        }
+    }
+
+    /// Queue a subdirectory of `parent`'s result at item `rank`.
+    fn queue(&self, parent: &Slot, rank: usize, job: Job) -> Item {
+        let (path, depth) = match &job {
+            Job::Open(p) => (p.path().into_boxed_slice(), p.depth()),
+            _ => (Box::default(), parent.depth + 1),
+        };
+        let mut key = Vec::with_capacity(parent.key.len() + 1);
+        key.extend_from_slice(&parent.key);
+        key.push(rank as u32);
+        let slot = Arc::new(Slot {
+            key: key.into_boxed_slice(),
+            path,
+            depth,
+            root: parent.root,
+            result: Mutex::new(None),
+        });
+        let mut st = lock(&self.state);
+        st.heap.push(Queued {
+            slot: slot.clone(),
+            job,
+        });
+        if st.sleepers > 0 {
+            self.wake.notify_one();
+        }
+        drop(st);
+        Item::Sub(slot)
+    }
+
+    /// A directory's result is in: if the output waited for it, release.
+    fn deposit(&self, slot: &Arc<Slot>, done: Done) {
+        let mut st = lock(&self.state);
+        st.reading -= 1;
+        st.held += done.bytes;
+        st.stats.largest_dir = st.stats.largest_dir.max(done.bytes);
+        st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
+        *lock(&slot.result) = Some(done);
+        let release = !st.releasing && st.head.as_deref() == Some(&slot.key[..]);
+        if release {
+            st.releasing = true;
+            st.head = None;
+        }
+        if st.heap.is_empty() && st.reading == 0 {
+            wake_all(&self.wake, &st);
+        }
+        drop(st);
+        if release {
+            self.release();
+        }
+    }
+
+    /// Hand results to the consumer in order until one is missing.
+    fn release(&self) {
+        self.release_with(lock(&self.cursor));
+    }
+
+    /// [`release`](Self::release), the cursor locked already.
+    fn release_with(&self, mut cursor: MutexGuard<'_, Cursor<'_, V>>) {
+        let Cursor { visitor, stack } = &mut *cursor;
+        let mut freed = 0usize;
+        let mut stop = false;
+        loop {
+            if freed >= (self.order.window / 16).max(64 << 10) {
+                self.free(std::mem::take(&mut freed));
+            }
+            if stop || self.shared.stopped() {
+                self.shared.stop();
+                let mut st = lock(&self.state);
+                st.releasing = false;
+                st.held -= freed.min(st.held);
+                wake_all(&self.wake, &st);
+                return;
+            }
+            let Some((items, dir)) = stack.last_mut() else {
+                // Everything is out.
+                let mut st = lock(&self.state);
+                st.releasing = false;
+                st.held -= freed.min(st.held);
+                wake_all(&self.wake, &st);
+                return;
+            };
+            let Some(item) = items.pop_front() else {
+                if let Some(dir) = dir.take() {
+                    freed += slot_bytes(&dir);
+                    stop = visitor.leave(dir.event()) == Flow::Stop;
+                }
+                stack.pop();
+                continue;
+            };
+            match item {
+                Item::Entries(buf) => {
+                    freed += chunk_bytes(&buf);
+                    stop = visitor.entries(&buf) == Flow::Stop;
+                }
+                Item::Error(e) => stop = visitor.error(e) == Flow::Stop,
+                Item::Sub(sub) => {
+                    let mut st = lock(&self.state);
+                    let taken = lock(&sub.result).take();
+                    match taken {
+                        Some(done) => {
+                            drop(st);
+                            stop = visitor.enter(sub.event()) == Flow::Stop;
+                            stack.push((done.items.into(), Some(sub)));
+                        }
+                        None => {
+                            // Not read yet: whoever deposits it goes on from here.
+                            st.head = Some(sub.key.clone());
+                            st.releasing = false;
+                            st.held -= freed.min(st.held);
+                            wake_all(&self.wake, &st);
+                            drop(st);
+                            // The subtree's place, kept for whoever goes on.
+                            items.push_front(Item::Sub(sub));
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn free(&self, bytes: usize) {
+        let mut st = lock(&self.state);
+        let was_full = st.held > self.order.window;
+        st.held -= bytes.min(st.held);
+        if was_full && st.held <= self.order.window {
+            wake_all(&self.wake, &st);
+        }
+    }
+}
+
+/// A directory's result, its bytes counted.
+fn done(items: Vec<Item>) -> Done {
+    let bytes = items
+        .iter()
+        .map(|item| match item {
+            Item::Entries(c) => chunk_bytes(c),
+            Item::Sub(s) => slot_bytes(s),
+            Item::Error(_) => 0,
+        })
+        .sum();
+    Done { items, bytes }
+}
+
+/// Copy entry `i` of `from` (with its metadata) to the end of `to`.
+fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
+    let s = from.slots[i];
+    let name = &from.names[s.name_start as usize..(s.name_start + s.name_len) as usize];
+    to.push(name, s.file_type, s.target_type, s.ino);
+    if let Some(m) = from.meta.get(i) {
+        to.meta.push(*m);
+    }
+}
+
+/// An entry's name as `LC_ALL=C sort` compares its path: a directory's
+/// with the `/` that its own line and every path below it have next.
+fn path_key<'a>(e: &crate::entry::EntryRef<'a>) -> impl Iterator<Item = u8> + Clone + 'a {
+    let slash = (e.file_type().is_dir() || e.target_type().is_dir()).then_some(b'/');
+    e.name_bytes().iter().copied().chain(slash)
+}
+
+/// One directory's chunks in `within` order.
+fn arrange_entries(chunks: Vec<ChunkBuf>, within: Within) -> Vec<ChunkBuf> {
+    let total: usize = chunks.iter().map(ChunkBuf::len).sum();
+    let key_order = match within {
+        Within::Listing => return chunks,
+        Within::InodeBatches { above, batch } if total <= above => {
+            let _ = batch;
+            return chunks;
+        }
+        other => other,
+    };
+    let Some(dir) = chunks.first().map(|c| c.dir.clone()) else {
+        return chunks;
+    };
+    let mut at: Vec<(u32, u32)> = Vec::with_capacity(total);
+    for (c, chunk) in chunks.iter().enumerate() {
+        at.extend((0..chunk.len() as u32).map(|i| (c as u32, i)));
+    }
+    let entry = |&(c, i): &(u32, u32)| chunks[c as usize].get(i as usize);
+    match key_order {
+        Within::Name => at.sort_by(|a, b| entry(a).name_bytes().cmp(entry(b).name_bytes())),
+        Within::Path => at.sort_by(|a, b| path_key(&entry(a)).cmp(path_key(&entry(b)))),
+        Within::Size => at.sort_by(|a, b| {
+            let size = |x| entry(x).cached_metadata().map_or(0, |m| m.size);
+            size(a)
+                .cmp(&size(b))
+                .then_with(|| entry(a).name_bytes().cmp(entry(b).name_bytes()))
+        }),
+        Within::Mtime => at.sort_by(|a, b| {
+            let time = |x| entry(x).cached_metadata().map_or((0, 0), |m| (m.mtime, m.mtime_nsec));
+            time(a)
+                .cmp(&time(b))
+                .then_with(|| entry(a).name_bytes().cmp(entry(b).name_bytes()))
+        }),
+        Within::InodeBatches { above, batch } => {
+            for run in at.chunks_mut(batch.max(1)) {
+                if run.len() > above {
+                    // Stable: equal inodes (none, on one file system) keep the listing's order.
+                    run.sort_by_key(|x| entry(x).ino());
+                }
+            }
+        }
+        Within::Listing => unreachable!("returned above"),
+    }
+    let mut out = Vec::new();
+    let mut cur = ChunkBuf::new(dir);
+    for x in &at {
+        // One chunk: a consumer that reorders a directory sees it whole.
+        copy_entry(&chunks[x.0 as usize], x.1 as usize, &mut cur);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::WalkBuilder;
+
+    /// Names the consumer saw, `>dir` and `<dir` around each subtree.
+    #[derive(Default)]
+    struct Record {
+        seen: Vec<String>,
+        /// Slow down the output: what makes workers read ahead.
+        nap_per_chunk: Option<std::time::Duration>,
+    }
+
+    impl TreeVisitor for Record {
+        fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
+            self.seen.push(format!(">{}", String::from_utf8_lossy(dir.path)));
+            Flow::Continue
+        }
+        fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+            if let Some(nap) = self.nap_per_chunk {
+                std::thread::sleep(nap);
+            }
+            for e in chunk.iter() {
+                let mut p = Vec::new();
+                e.write_path(&mut p);
+                self.seen.push(String::from_utf8_lossy(&p).into_owned());
+            }
+            Flow::Continue
+        }
+        fn leave(&mut self, dir: DirEvent<'_>) -> Flow {
+            self.seen.push(format!("<{}", String::from_utf8_lossy(dir.path)));
+            Flow::Continue
+        }
+    }
+
+    /// The same order, by a plain recursive walk sorted by name.
+    fn expected(dir: &Path, nest: Nest, out: &mut Vec<String>) {
+        let shown = dir.display().to_string();
+        out.push(format!(">{shown}"));
+        let mut names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        names.sort_by(|a, b| {
+            a.file_name()
+                .unwrap()
+                .as_encoded_bytes()
+                .cmp(b.file_name().unwrap().as_encoded_bytes())
+        });
+        for p in &names {
+            out.push(p.display().to_string());
+            if nest == Nest::AtEntry && p.is_dir() {
+                expected(p, nest, out);
+            }
+        }
+        if nest == Nest::AfterEntries {
+            for p in names.iter().filter(|p| p.is_dir()) {
+                expected(p, nest, out);
+            }
+        }
+        out.push(format!("<{shown}"));
+    }
+
+    /// `width` directories per level, `depth` levels, `files` files in each.
+    fn tree(root: &Path, width: usize, depth: usize, files: usize) {
+        for f in 0..files {
+            std::fs::write(root.join(format!("f{f}")), "").unwrap();
+        }
+        if depth > 0 {
+            for d in 0..width {
+                let sub = root.join(format!("d{d}"));
+                std::fs::create_dir(&sub).unwrap();
+                tree(&sub, width, depth - 1, files);
+            }
+        }
+    }
+
+    #[test]
+    fn every_entry_comes_once_in_tree_order_whatever_the_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 4, 3, 5);
+        for nest in [Nest::AtEntry, Nest::AfterEntries] {
+            let mut want = Vec::new();
+            expected(dir.path(), nest, &mut want);
+            for threads in [1, 2, 8] {
+                for window in [0, 1 << 10, usize::MAX] {
+                    let mut got = Record::default();
+                    let order = TreeOrder::new(Within::Name, nest).window(window);
+                    WalkBuilder::new(dir.path())
+                        .min_depth(1)
+                        .threads(threads)
+                        .visit_tree(order, &mut got);
+                    assert_eq!(got.seen, want, "{nest:?}, {threads} threads, window {window}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn listing_order_is_the_directory_reads_order() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 3, 2, 4);
+        let serial: Vec<String> = {
+            let mut r = Record::default();
+            WalkBuilder::new(dir.path())
+                .min_depth(1)
+                .threads(1)
+                .visit_tree(TreeOrder::new(Within::Listing, Nest::AtEntry), &mut r);
+            r.seen
+        };
+        // Each directory's entries as getdents returned them: compare with the reads' own order.
+        let mut listing = Vec::new();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            listing.push(e.unwrap().path().display().to_string());
+        }
+        let top: Vec<&String> = serial
+            .iter()
+            .filter(|p| !p.starts_with(['>', '<']) && Path::new(p.as_str()).parent() == Some(dir.path()))
+            .collect();
+        assert_eq!(top, listing.iter().collect::<Vec<_>>());
+        for threads in [2, 8] {
+            let mut r = Record::default();
+            WalkBuilder::new(dir.path())
+                .min_depth(1)
+                .threads(threads)
+                .visit_tree(TreeOrder::new(Within::Listing, Nest::AtEntry), &mut r);
+            assert_eq!(r.seen, serial);
+        }
+    }
+
+    #[test]
+    fn inode_batches_sort_only_runs_past_the_threshold() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 0, 0, 30);
+        let mut r = Record::default();
+        let order = TreeOrder::new(Within::InodeBatches { above: 10, batch: 20 }, Nest::AtEntry);
+        WalkBuilder::new(dir.path()).min_depth(1).visit_tree(order, &mut r);
+        let inos: Vec<u64> = r.seen[1..31]
+            .iter()
+            .map(|p| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap()))
+            .collect();
+        // First batch of 20 (> 10) sorted; the last 10 (not > 10) as listed.
+        assert!(inos[..20].windows(2).all(|w| w[0] < w[1]));
+        let mut listed = Vec::new();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            listed.push(e.unwrap().path().display().to_string());
+        }
+        assert_eq!(r.seen[21..31], listed[20..30]);
+    }
+
+    /// What is held waiting stays under the window plus one directory per
+    /// worker; with the window ignored (as large as the tree) the same
+    /// slow output makes the walk hold far more: the count sees it.
+    #[test]
+    fn results_waiting_stay_within_the_window() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 6, 3, 20);
+        let threads = 4;
+        let run = |window: usize| {
+            let mut r = Record {
+                nap_per_chunk: Some(std::time::Duration::from_micros(300)),
+                ..Record::default()
+            };
+            let order = TreeOrder::new(Within::Listing, Nest::AtEntry).window(window);
+            let held = WalkBuilder::new(dir.path())
+                .min_depth(1)
+                .threads(threads)
+                .visit_tree(order, &mut r);
+            (held, r.seen.len())
+        };
+        let window = 8 << 10;
+        let (held, seen) = run(window);
+        let bound = window + threads * held.largest_dir;
+        assert!(held.peak_bytes <= bound, "{held:?} over {bound}");
+        let (unbounded, seen_too) = run(usize::MAX);
+        assert_eq!(seen, seen_too);
+        assert!(
+            unbounded.peak_bytes > bound,
+            "the slow output did not make the walk read ahead: {unbounded:?}"
+        );
+    }
+
+    #[test]
+    fn a_huge_directory_the_output_waits_for_streams_without_being_held() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 0, 0, 3000);
+        for threads in [1, 4] {
+            let mut r = Record::default();
+            let order = TreeOrder::new(Within::Listing, Nest::AtEntry).window(0);
+            let held = WalkBuilder::new(dir.path())
+                .min_depth(1)
+                .threads(threads)
+                .visit_tree(order, &mut r);
+            assert_eq!(r.seen.len(), 3002);
+            assert!(held.peak_bytes < 3000 * 8, "{held:?}");
+        }
+    }
+
+    #[test]
+    fn path_order_is_the_order_of_the_sorted_paths() {
+        struct Paths(Vec<Vec<u8>>);
+        impl TreeVisitor for Paths {
+            fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+                for e in chunk.iter() {
+                    let mut p = Vec::new();
+                    e.write_path(&mut p);
+                    if e.file_type().is_dir() {
+                        p.push(b'/');
+                    }
+                    self.0.push(p);
+                }
+                Flow::Continue
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in ["a", "a/x", "a-b", "a0", "b.d", "b"] {
+            std::fs::create_dir(root.join(d)).unwrap();
+        }
+        for f in [
+            "a.txt", "a/x/f", "a/y", "a-b/z", "a0/q", "b/c", "b.d/e", "b.e", "a/x.y", "ab",
+        ] {
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        let mut want: Vec<Vec<u8>> = Vec::new();
+        for e in WalkBuilder::new(root).min_depth(1) {
+            let e = e.unwrap();
+            let mut p = e.path().as_os_str().as_encoded_bytes().to_vec();
+            if e.file_type().is_dir() {
+                p.push(b'/');
+            }
+            want.push(p);
+        }
+        want.sort();
+        for threads in [1, 4] {
+            for keep_dirs in [true, false] {
+                let mut got = Paths(Vec::new());
+                let order = TreeOrder::new(Within::Path, Nest::AtEntry);
+                WalkBuilder::new(root)
+                    .min_depth(1)
+                    .threads(threads)
+                    .keep(move |e| keep_dirs || !e.is_dir())
+                    .visit_tree(order, &mut got);
+                let expected: Vec<&Vec<u8>> = want.iter().filter(|p| keep_dirs || !p.ends_with(b"/")).collect();
+                assert_eq!(
+                    got.0.iter().collect::<Vec<_>>(),
+                    expected,
+                    "{threads} threads, dirs kept: {keep_dirs}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_stop_from_the_consumer_ends_the_walk() {
+        struct StopAt(usize);
+        impl TreeVisitor for StopAt {
+            fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
+                self.0 = self.0.saturating_sub(chunk.len());
+                if self.0 == 0 {
+                    Flow::Stop
+                } else {
+                    Flow::Continue
+                }
+            }
+        }
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 5, 3, 3);
+        let order = TreeOrder::new(Within::Listing, Nest::AtEntry).window(0);
+        WalkBuilder::new(dir.path())
+            .threads(4)
+            .visit_tree(order, &mut StopAt(10));
+    }
+}
