@@ -243,6 +243,9 @@ pub struct Executor {
     cfg: Arc<ExecConfig>,
     tx: Option<Sender<Job>>,
     runners: Vec<JoinHandle<bool>>,
+    /// No runner could start: the commands sent, and where their output
+    /// goes, for the calling thread to run in `finish`.
+    inline: Option<(Receiver<Job>, Arc<dyn CommandOutput>)>,
 }
 
 impl Executor {
@@ -259,9 +262,8 @@ impl Executor {
             cfg.threads.clamp(1, fnd_walk::MAX_THREADS)
         };
         let (tx, rx) = crossbeam_channel::bounded::<Job>(4 * runners);
-        let mut not_started = None;
         let runners: Vec<_> = (0..runners)
-            .filter_map(|_| {
+            .map_while(|_| {
                 let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
                 std::thread::Builder::new()
                     .spawn(move || {
@@ -271,19 +273,23 @@ impl Executor {
                             run_each(&cfg, rx, &*out)
                         }
                     })
-                    .map_err(|e| not_started = Some(e))
                     .ok()
             })
             .collect();
-        // Fewer runners only run commands more slowly; with none, every
-        // send fails (no receiver is left) and the walk stops.
-        if let (true, Some(e)) = (runners.is_empty(), &not_started) {
-            print_error(format_args!("cannot start a thread to run commands: {e}"));
-        }
+        // Fewer runners only run commands more slowly. With none (`ulimit
+        // -u`, a pids cgroup), the commands wait, unbounded, and run on the
+        // calling thread once the walk is over.
+        let (tx, inline) = if runners.is_empty() {
+            let (tx, rx) = crossbeam_channel::unbounded::<Job>();
+            (tx, Some((rx, out)))
+        } else {
+            (tx, None)
+        };
         Executor {
             cfg,
             tx: Some(tx),
             runners,
+            inline,
         }
     }
 
@@ -299,7 +305,14 @@ impl Executor {
     /// Wait for every command; false if any failed or could not run.
     pub fn finish(mut self) -> bool {
         drop(self.tx.take());
-        let mut ok = !self.runners.is_empty();
+        if let Some((rx, out)) = self.inline.take() {
+            return if self.cfg.batch {
+                run_batches(&self.cfg, rx, &*out)
+            } else {
+                run_each(&self.cfg, rx, &*out)
+            };
+        }
+        let mut ok = true;
         for runner in self.runners.drain(..) {
             ok &= runner.join().unwrap_or(false);
         }
@@ -340,7 +353,16 @@ impl ExecSender {
                 .map(|c| c.args.iter().map(render).collect())
                 .collect()
         };
-        self.tx.send(job).is_ok()
+        match self.tx.try_send(job) {
+            Ok(()) => true,
+            Err(crossbeam_channel::TrySendError::Full(job)) => {
+                // Waiting for the commands is not the disk being slow: the
+                // walk must not add readers for it.
+                fnd_walk::waited_elsewhere();
+                self.tx.send(job).is_ok()
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => false,
+        }
     }
 }
 
