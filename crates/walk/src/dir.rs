@@ -238,22 +238,28 @@ impl Pending {
     /// descriptor, else by path from its root, spelt `root_path` (links on
     /// the way refused unless the walk follows them).
     pub(crate) fn open(&mut self, root_path: &[u8], follow_links: bool) -> Result<OwnedFd, Errno> {
-        let flags = dir_flags(self.follow);
-        let result = if self.parent.is_root_parent() {
-            open_long(CWD, &self.name, flags, false)
-        } else {
-            let pfd = self.parent.fd();
-            if self.holds_parent_fd && pfd >= 0 {
-                // SAFETY: `pending` counts this directory, so the parent
-                // keeps the descriptor open until `release_child` below.
-                let parent = unsafe { BorrowedFd::borrow_raw(pfd) };
-                rustix::fs::openat(parent, &*self.name, flags, Mode::empty())
-            } else {
-                self.open_from_root(root_path, follow_links, flags)
-            }
+        let result = match self.try_open(root_path, follow_links) {
+            Err(Errno::MFILE | Errno::NFILE) => budget::open_when_scarce(|| self.try_open(root_path, follow_links)),
+            result => result,
         };
         self.release();
         result
+    }
+
+    fn try_open(&self, root_path: &[u8], follow_links: bool) -> Result<OwnedFd, Errno> {
+        let flags = dir_flags(self.follow);
+        if self.parent.is_root_parent() {
+            return open_long(CWD, &self.name, flags, false);
+        }
+        let pfd = self.parent.fd();
+        if self.holds_parent_fd && pfd >= 0 {
+            // SAFETY: `pending` counts this directory, so the parent
+            // keeps the descriptor open until `release_child` (in `open`).
+            let parent = unsafe { BorrowedFd::borrow_raw(pfd) };
+            rustix::fs::openat(parent, &*self.name, flags, Mode::empty())
+        } else {
+            self.open_from_root(root_path, follow_links, flags)
+        }
     }
 
     fn open_from_root(&self, root_path: &[u8], follow_links: bool, flags: OFlags) -> Result<OwnedFd, Errno> {
