@@ -81,11 +81,16 @@ impl Budget {
                 let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile)
                     .current
                     .unwrap_or(1024) as usize;
-                // Each CPU worker may hold a directory being read plus two for
-                // an open by path; stdio and the caller need a few more.
-                // Workers added for I/O reserve theirs when they start.
+                // A CPU worker holds the directory it reads, or two for a
+                // moment in an open by path; stdio and the caller need a few
+                // more. Workers added for I/O reserve theirs when they start.
+                // Counting 4 a worker and 16 besides left nothing to keep at
+                // `ulimit -n 16`: every directory was opened by path from its
+                // root, which is quadratic down a deep chain. An open that
+                // finds the descriptors gone after all waits for them
+                // (`open_when_scarce`).
                 Budget {
-                    limit: nofile.saturating_sub(16 + FDS_PER_WORKER * threads).min(4096),
+                    limit: nofile.saturating_sub(8 + 2 * threads).min(4096),
                     per_added_worker: FDS_PER_WORKER,
                 }
             }
