@@ -405,12 +405,17 @@ fn add_io_workers<'scope, 'env, V, M, R>(
     for me in added_now {
         let local = Worker::new_lifo();
         let _ = pool.stealers[me].set(local.stealer());
-        let started = std::thread::Builder::new().spawn_scoped(scope, move || {
-            let grow = || add_io_workers(scope, pool, remote, make, added);
-            let visitor = work(pool, remote, local, me, make(), &grow);
-            budget.release_workers(1);
-            added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
-        });
+        // A small stack: up to the I/O depth of them may start (128 at 2 MiB
+        // each took a 256 MiB `ulimit -v` whole), and a worker's reads and
+        // visitors do not recurse with depth.
+        let started = std::thread::Builder::new()
+            .stack_size(IO_WORKER_STACK)
+            .spawn_scoped(scope, move || {
+                let grow = || add_io_workers(scope, pool, remote, make, added);
+                let visitor = work(pool, remote, local, me, make(), &grow);
+                budget.release_workers(1);
+                added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
+            });
         if started.is_err() {
             // The walk goes on with the workers it has; this one's deque
             // stays empty, and the descriptors kept for the rest go back.
@@ -420,6 +425,9 @@ fn add_io_workers<'scope, 'env, V, M, R>(
         }
     }
 }
+
+/// The stack of a worker added while reads wait on I/O.
+const IO_WORKER_STACK: usize = 512 * 1024;
 
 /// One worker: read jobs (its own first, then stolen) until the walk ends.
 fn work<V: Visitor, R: Remote>(
