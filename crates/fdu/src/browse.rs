@@ -214,9 +214,15 @@ fn draw(screen: &mut Screen, model: &mut Model) -> Result<usize, String> {
 fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<Root, String> {
     let progress: &'static Progress = Box::leak(Box::default());
     let owned = settings.clone();
-    let worker = std::thread::Builder::new()
-        .spawn(move || scan(&owned, progress))
-        .map_err(|e| format!("cannot start the scan: {e}"))?;
+    let worker = match std::thread::Builder::new().spawn(move || scan(&owned, progress)) {
+        Ok(worker) => worker,
+        // No thread to spare (`ulimit -u`, a pids cgroup): scan here,
+        // without progress and without a key to stop it, as ncdu does.
+        Err(_) => {
+            draw_progress(screen, settings, progress, Instant::now())?;
+            return scan(settings, progress).ok_or_else(|| "nothing to show".to_string());
+        }
+    };
     let started = Instant::now();
     let mut drawn: Option<Instant> = None;
     while !worker.is_finished() {

@@ -364,7 +364,7 @@ impl StartedWalk {
                         },
                     )
                 })
-                .expect("a thread for the walk")
+                .unwrap_or_else(|e| fatal(format!("cannot start a thread for the walk: {e}")))
         };
         StartedWalk { ranks, side, walking }
     }
@@ -642,7 +642,7 @@ impl Absorber {
                     drop(hold);
                 }
             })
-            .expect("a thread for totals from other ranks");
+            .unwrap_or_else(|e| fatal(format!("cannot start a thread for totals from other ranks: {e}")));
         Absorber { tx, thread }
     }
 

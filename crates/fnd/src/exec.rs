@@ -276,6 +276,9 @@ pub struct Executor {
     cfg: Arc<ExecConfig>,
     tx: Option<Sender<Jobs>>,
     runners: Vec<JoinHandle<bool>>,
+    /// No runner could start: the commands sent, and where their output
+    /// goes, for the calling thread to run in `finish`.
+    inline: Option<(Receiver<Jobs>, Arc<dyn CommandOutput>)>,
 }
 
 impl Executor {
@@ -295,9 +298,8 @@ impl Executor {
         // MiB), so the walk goes on while a batch runs.
         let queued = if cfg.batch { BATCH_MESSAGES } else { 4 * runners };
         let (tx, rx) = crossbeam_channel::bounded::<Jobs>(queued);
-        let mut not_started = None;
         let runners: Vec<_> = (0..runners)
-            .filter_map(|_| {
+            .map_while(|_| {
                 let (cfg, rx, out) = (cfg.clone(), rx.clone(), out.clone());
                 std::thread::Builder::new()
                     .spawn(move || {
@@ -307,19 +309,23 @@ impl Executor {
                             run_each(&cfg, rx, &*out)
                         }
                     })
-                    .map_err(|e| not_started = Some(e))
                     .ok()
             })
             .collect();
-        // Fewer runners only run commands more slowly; with none, every
-        // send fails (no receiver is left) and the walk stops.
-        if let (true, Some(e)) = (runners.is_empty(), &not_started) {
-            print_error(format_args!("cannot start a thread to run commands: {e}"));
-        }
+        // Fewer runners only run commands more slowly. With none (`ulimit
+        // -u`, a pids cgroup), the commands wait, unbounded, and run on the
+        // calling thread once the walk is over.
+        let (tx, inline) = if runners.is_empty() {
+            let (tx, rx) = crossbeam_channel::unbounded::<Jobs>();
+            (tx, Some((rx, out)))
+        } else {
+            (tx, None)
+        };
         Executor {
             cfg,
             tx: Some(tx),
             runners,
+            inline,
         }
     }
 
@@ -340,7 +346,14 @@ impl Executor {
     /// Wait for every command; false if any failed or could not run.
     pub fn finish(mut self) -> bool {
         drop(self.tx.take());
-        let mut ok = !self.runners.is_empty();
+        if let Some((rx, out)) = self.inline.take() {
+            return if self.cfg.batch {
+                run_batches(&self.cfg, rx, &*out)
+            } else {
+                run_each(&self.cfg, rx, &*out)
+            };
+        }
+        let mut ok = true;
         for runner in self.runners.drain(..) {
             ok &= runner.join().unwrap_or(false);
         }
@@ -397,7 +410,17 @@ impl ExecSender {
             bytes: Vec::with_capacity(self.pending.bytes.len()),
             ends: Vec::with_capacity(self.pending.ends.len()),
         };
-        self.tx.send(std::mem::replace(&mut self.pending, next)).is_ok()
+        let job = std::mem::replace(&mut self.pending, next);
+        match self.tx.try_send(job) {
+            Ok(()) => true,
+            Err(crossbeam_channel::TrySendError::Full(job)) => {
+                // Waiting for the commands is not the disk being slow: the
+                // walk must not add readers for it.
+                fnd_walk::waited_elsewhere();
+                self.tx.send(job).is_ok()
+            }
+            Err(crossbeam_channel::TrySendError::Disconnected(_)) => false,
+        }
     }
 }
 

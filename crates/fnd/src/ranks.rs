@@ -285,7 +285,7 @@ impl Part {
                     let outcome = search::run_on(search, || sink.writer(), &walker);
                     (outcome, sink.finish())
                 })
-                .expect("a thread for the walk")
+                .unwrap_or_else(|e| fnd_mpi::world::fatal(format!("cannot start a thread for the walk: {e}")))
         };
         Part {
             ranks,

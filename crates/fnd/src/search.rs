@@ -143,6 +143,8 @@ struct Shared<'a> {
     search: &'a Search,
     results: AtomicUsize,
     found: AtomicBool,
+    /// A directory could not be read for a limit of the machine.
+    limited: AtomicBool,
     early: EarlyResults,
 }
 
@@ -216,7 +218,13 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
     }
 
     fn error(&mut self, error: Error) -> Flow {
-        if self.shared.search.show_errors {
+        // Out of descriptors or memory: entries were not listed, and a
+        // silent exit 0 would pass a partial answer for a whole one.
+        let limit = error.is_resource_limit();
+        if limit {
+            self.shared.limited.store(true, Ordering::Relaxed);
+        }
+        if self.shared.search.show_errors || limit {
             // Flush first so the error shows up after the results before it.
             self.out.flush();
             match error.kind() {
@@ -354,6 +362,7 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         search: &search,
         results: AtomicUsize::new(0),
         found: AtomicBool::new(false),
+        limited: AtomicBool::new(false),
         early: EarlyResults::new(search.hold_early),
     };
     if let Some(order) = search.tree_order {
@@ -389,7 +398,9 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         }
         out.flush();
     }
-    if search.quiet {
+    if shared.limited.load(Ordering::Relaxed) {
+        Outcome::Error
+    } else if search.quiet {
         Outcome::HasResults(found)
     } else {
         Outcome::Success

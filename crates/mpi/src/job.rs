@@ -104,7 +104,7 @@ impl Prepared {
             let writer = std::thread::Builder::new()
                 .name("fnd-mpi-writer".into())
                 .spawn(move || write_chunks(&shared, rx))
-                .expect("a thread for rank 0's output");
+                .unwrap_or_else(|e| fatal(format!("cannot start a thread for rank 0's output: {e}")));
             (Some(tx), Some(writer))
         } else {
             (None, None)
@@ -114,7 +114,7 @@ impl Prepared {
             std::thread::Builder::new()
                 .name("fnd-mpi".into())
                 .spawn(move || transport::run(shared, local, tuning, commands, writer_tx, backlog))
-                .expect("a thread for the MPI transport")
+                .unwrap_or_else(|e| fatal(format!("cannot start a thread for the MPI transport: {e}")))
         };
         let _ = shared.thread.set(transport.thread().clone());
         // What was handed over before the thread was known.

@@ -9,10 +9,49 @@
 //! per process, as `RLIMIT_NOFILE` is: every walk running at once draws on
 //! it. Relies on nothing else in this crate.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
 
 /// Directory descriptors kept open by all walks of the process.
 static OPEN_FDS: AtomicUsize = AtomicUsize::new(0);
+
+/// An open failed for want of descriptors (EMFILE, ENFILE): from then on
+/// no walk of the process keeps a directory open for its children or adds
+/// workers, whatever its budget said (the process has fewer descriptors
+/// than `RLIMIT_NOFILE` suggested: others are open, or the limit is tiny).
+static SCARCE: AtomicBool = AtomicBool::new(false);
+
+/// Opens retried for want of descriptors take turns: one waits for
+/// descriptors at a time, the others wait here holding none, so the
+/// waiting ones cannot starve each other.
+static RETRY: Mutex<()> = Mutex::new(());
+
+/// How long an open waits for descriptors to come free before its error
+/// stands: the walk's own descriptors close as their directories are read.
+const SCARCE_WAIT: Duration = Duration::from_secs(2);
+
+/// `open` failed with EMFILE or ENFILE: keep no more descriptors, and try
+/// it again, one thread at a time, as the walk's other descriptors close
+/// (`ulimit -n 5` left a walk two descriptors, and it dropped every
+/// directory it could not open at once). Returns the last result.
+pub(crate) fn open_when_scarce<T>(mut open: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
+    SCARCE.store(true, Ordering::Relaxed);
+    let _turn = RETRY.lock().unwrap_or_else(|e| e.into_inner());
+    let started = Instant::now();
+    let mut nap = Duration::from_micros(50);
+    loop {
+        match open() {
+            Err(Errno::MFILE | Errno::NFILE) if started.elapsed() < SCARCE_WAIT => {
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_millis(10));
+            }
+            result => return result,
+        }
+    }
+}
 
 /// Descriptors one worker may hold at once: the directory it reads, two
 /// for an open by path, and one to spare.
@@ -42,11 +81,16 @@ impl Budget {
                 let nofile = rustix::process::getrlimit(rustix::process::Resource::Nofile)
                     .current
                     .unwrap_or(1024) as usize;
-                // Each CPU worker may hold a directory being read plus two for
-                // an open by path; stdio and the caller need a few more.
-                // Workers added for I/O reserve theirs when they start.
+                // A CPU worker holds the directory it reads, or two for a
+                // moment in an open by path; stdio and the caller need a few
+                // more. Workers added for I/O reserve theirs when they start.
+                // Counting 4 a worker and 16 besides left nothing to keep at
+                // `ulimit -n 16`: every directory was opened by path from its
+                // root, which is quadratic down a deep chain. An open that
+                // finds the descriptors gone after all waits for them
+                // (`open_when_scarce`).
                 Budget {
-                    limit: nofile.saturating_sub(16 + FDS_PER_WORKER * threads).min(4096),
+                    limit: nofile.saturating_sub(8 + 2 * threads).min(4096),
                     per_added_worker: FDS_PER_WORKER,
                 }
             }
@@ -56,6 +100,9 @@ impl Budget {
     /// Count one more open descriptor, if the budget allows it; give it back
     /// with [`release`].
     pub(crate) fn reserve(&self) -> bool {
+        if SCARCE.load(Ordering::Relaxed) {
+            return false;
+        }
         if OPEN_FDS.fetch_add(1, Ordering::AcqRel) < self.limit {
             true
         } else {
@@ -73,6 +120,9 @@ impl Budget {
     /// adds a worker took 1.04x as long. A budget the caller set counts kept
     /// directories only, so added workers take nothing from it.
     pub(crate) fn reserve_workers(&self, wanted: usize) -> usize {
+        if SCARCE.load(Ordering::Relaxed) {
+            return 0;
+        }
         let per_worker = self.per_added_worker;
         if per_worker == 0 {
             return wanted;

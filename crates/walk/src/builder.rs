@@ -168,7 +168,10 @@ impl WalkBuilder {
     /// [`threads`](Self::threads) workers and, only when it sees its reads
     /// block (a cold cache, a network or FUSE mount), adds workers up to this
     /// many: blocked threads cost no CPU, and each keeps one request in
-    /// flight. A depth at or below `threads` keeps the pool at `threads`.
+    /// flight. A depth at or below `threads` keeps the pool at `threads`;
+    /// one above [`MAX_IO_DEPTH`] is taken as that. A worker whose thread
+    /// cannot be started (`ulimit -u`, a pids cgroup) is done without: the
+    /// walk goes on with those that started.
     ///
     /// ```
     /// use fnd_walk::WalkBuilder;
@@ -612,6 +615,11 @@ impl WalkBuilder {
 
 /// The most worker threads a walk starts, whatever it is asked for.
 pub const MAX_THREADS: usize = 256;
+
+/// The deepest [`io_depth`](WalkBuilder::io_depth) a walk takes, whatever it
+/// is asked for: each read in flight is a thread, and past a device's queue
+/// more only wait on each other (the default is 128).
+pub const MAX_IO_DEPTH: usize = 1024;
 
 /// The cores this process may run on (the default thread count), asked once:
 /// each ask reads the cgroup's CPU quota, a dozen system calls.

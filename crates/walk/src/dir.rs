@@ -42,7 +42,14 @@ pub(crate) struct Dir {
     pub(crate) root_prefix_len: usize,
     /// Which root (index into the walk's roots) this directory lies under.
     pub(crate) root: usize,
-    pub(crate) parent: Option<Arc<Dir>>,
+    /// The root directory above this one (none for a root). Not the
+    /// parent: a directory that held its parent held every directory above
+    /// it, each with its whole path, and a chain of 100,000 nested
+    /// directories took 10 GB. A pending child holds its parent alone.
+    root_dir: Option<Arc<Dir>>,
+    /// The directories above this one, nearest first, as much as finding a
+    /// loop needs (none when the walk knows no device and inode).
+    lineage: Option<Arc<Lineage>>,
     /// Device and inode, known for a root, and for every directory when the
     /// walk follows links or stays on one file system (both need them); zero
     /// otherwise.
@@ -65,7 +72,8 @@ impl Dir {
             child_depth: 0,
             root_prefix_len: 0,
             root,
-            parent: None,
+            root_dir: None,
+            lineage: None,
             dev: 0,
             ino: 0,
             fd: AtomicI32::new(-1),
@@ -96,13 +104,25 @@ impl Dir {
             prefix.push(b'/');
         }
         let root_prefix_len = root_prefix_len.unwrap_or(prefix.len());
+        let root_dir = parent.as_ref().map(|p| p.root_dir.clone().unwrap_or_else(|| p.clone()));
+        // Device and inode are known for every directory, or for roots only.
+        let lineage = parent.filter(|p| p.dev != 0 || p.ino != 0).map(|p| {
+            Arc::new(Lineage {
+                dev: p.dev,
+                ino: p.ino,
+                path_len: p.path_len,
+                is_root: p.root_dir.is_none(),
+                up: p.lineage.clone(),
+            })
+        });
         Dir {
             prefix: prefix.into_boxed_slice(),
             path_len,
             child_depth,
             root_prefix_len,
             root,
-            parent,
+            root_dir,
+            lineage,
             dev,
             ino,
             fd: AtomicI32::new(fd),
@@ -121,7 +141,8 @@ impl Dir {
             child_depth: self.child_depth,
             root_prefix_len: self.root_prefix_len,
             root: self.root,
-            parent: self.parent.clone(),
+            root_dir: self.root_dir.clone(),
+            lineage: self.lineage.clone(),
             dev: self.dev,
             ino: self.ino,
             fd: AtomicI32::new(fd),
@@ -146,16 +167,18 @@ impl Dir {
 
     /// The root directory this one lies under (itself for a root).
     pub(crate) fn root_dir(&self) -> &Dir {
-        let mut d = self;
-        while let Some(p) = &d.parent {
-            d = p;
-        }
-        d
+        self.root_dir.as_deref().unwrap_or(self)
     }
 
-    /// The directories above this one, nearest first, up to its root.
-    pub(crate) fn ancestors(&self) -> impl Iterator<Item = &Dir> {
-        std::iter::successors(self.parent.as_deref(), |d| d.parent.as_deref())
+    /// Whether this is a root of the walk (not the pseudo-directory above them).
+    pub(crate) fn is_root(&self) -> bool {
+        self.root_dir.is_none() && !self.is_root_parent()
+    }
+
+    /// The directories above this one, nearest first, up to its root, as
+    /// far as their device and inode are known.
+    pub(crate) fn ancestors(&self) -> impl Iterator<Item = &Lineage> {
+        std::iter::successors(self.lineage.as_deref(), |l| l.up.as_deref())
     }
 
     /// After reading: keep the descriptor for `children` child opens if the
@@ -186,6 +209,17 @@ impl Dir {
             }
         }
     }
+}
+
+/// What a directory keeps of one above it: its device and inode, to find
+/// a loop, and the length of its path (a prefix of every path below it).
+#[derive(Debug)]
+pub(crate) struct Lineage {
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+    pub(crate) path_len: usize,
+    pub(crate) is_root: bool,
+    up: Option<Arc<Lineage>>,
 }
 
 /// A directory found but not opened yet.
@@ -238,22 +272,28 @@ impl Pending {
     /// descriptor, else by path from its root, spelt `root_path` (links on
     /// the way refused unless the walk follows them).
     pub(crate) fn open(&mut self, root_path: &[u8], follow_links: bool) -> Result<OwnedFd, Errno> {
-        let flags = dir_flags(self.follow);
-        let result = if self.parent.is_root_parent() {
-            open_long(CWD, &self.name, flags, false)
-        } else {
-            let pfd = self.parent.fd();
-            if self.holds_parent_fd && pfd >= 0 {
-                // SAFETY: `pending` counts this directory, so the parent
-                // keeps the descriptor open until `release_child` below.
-                let parent = unsafe { BorrowedFd::borrow_raw(pfd) };
-                rustix::fs::openat(parent, &*self.name, flags, Mode::empty())
-            } else {
-                self.open_from_root(root_path, follow_links, flags)
-            }
+        let result = match self.try_open(root_path, follow_links) {
+            Err(Errno::MFILE | Errno::NFILE) => budget::open_when_scarce(|| self.try_open(root_path, follow_links)),
+            result => result,
         };
         self.release();
         result
+    }
+
+    fn try_open(&self, root_path: &[u8], follow_links: bool) -> Result<OwnedFd, Errno> {
+        let flags = dir_flags(self.follow);
+        if self.parent.is_root_parent() {
+            return open_long(CWD, &self.name, flags, false);
+        }
+        let pfd = self.parent.fd();
+        if self.holds_parent_fd && pfd >= 0 {
+            // SAFETY: `pending` counts this directory, so the parent
+            // keeps the descriptor open until `release_child` (in `open`).
+            let parent = unsafe { BorrowedFd::borrow_raw(pfd) };
+            rustix::fs::openat(parent, &*self.name, flags, Mode::empty())
+        } else {
+            self.open_from_root(root_path, follow_links, flags)
+        }
     }
 
     fn open_from_root(&self, root_path: &[u8], follow_links: bool, flags: OFlags) -> Result<OwnedFd, Errno> {

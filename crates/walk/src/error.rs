@@ -99,6 +99,17 @@ impl Error {
         }
     }
 
+    /// True when the machine, not the tree, refused: out of descriptors
+    /// (after the walk waited for its own to close), memory or threads.
+    /// A tool that hides errors by default must still say so: entries
+    /// under this path were not listed.
+    pub fn is_resource_limit(&self) -> bool {
+        matches!(
+            self.kind,
+            ErrorKind::Io(Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::AGAIN)
+        )
+    }
+
     /// The error as `std::io::Error`.
     pub fn io_error(&self) -> std::io::Error {
         match self.kind {

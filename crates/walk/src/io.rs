@@ -27,7 +27,26 @@
 //! The cost on a hot walk is a vDSO clock read per 16 directories and one
 //! `getrusage` per window of at least a millisecond.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
+
+thread_local! {
+    /// The visitor on this thread blocked on something other than the file
+    /// system since the window opened (see [`waited_elsewhere`]).
+    static ELSEWHERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Tell the walk that the calling thread (a worker, inside its visitor)
+/// is about to wait, or has waited, on something other than the file
+/// system: a full channel to the threads that run commands, a full pipe.
+/// Such a wait looks like a read waiting on the disk (the thread sleeps,
+/// off the CPU), and a hot walk whose output is slower than its reads
+/// would add workers that only wait too (a hot `fnd -X` went from 3 threads
+/// to 131). The measure that holds it is dropped instead. Costs a
+/// thread-local store; call it only when the wait happens.
+pub fn waited_elsewhere() {
+    ELSEWHERE.with(|w| w.set(true));
+}
 
 /// Default most reads in flight when the walk finds itself waiting on I/O:
 /// the fastest cold listing measured (figures: BENCHMARKS.md, Other
@@ -70,6 +89,7 @@ impl Probe {
     #[inline]
     pub(crate) fn start(&mut self) {
         if self.enabled && self.reads == 0 {
+            ELSEWHERE.with(|w| w.set(false));
             self.at_open = Usage::of_thread();
             self.opened = Instant::now();
         }
@@ -88,6 +108,10 @@ impl Probe {
         }
         let in_reads = self.opened.elapsed();
         if in_reads < WINDOW_TIME {
+            return false;
+        }
+        if ELSEWHERE.with(|w| w.replace(false)) {
+            self.idle();
             return false;
         }
         let now = Usage::of_thread();
@@ -159,6 +183,14 @@ mod tests {
         assert!(any_window_blocked(WINDOW_READS * 2, || std::thread::sleep(
             Duration::from_micros(200)
         )));
+    }
+
+    #[test]
+    fn waits_elsewhere_are_not_io() {
+        assert!(!any_window_blocked(WINDOW_READS * 2, || {
+            std::thread::sleep(Duration::from_micros(200));
+            waited_elsewhere();
+        }));
     }
 
     #[test]

@@ -139,24 +139,45 @@ impl Chunks {
         let stop = Arc::new(AtomicBool::new(false));
         builder.cfg.stop = Some(stop.clone());
         let batch_entries = builder.cfg.settings.chunk_size;
+        let run = move |builder: WalkBuilder, sender: Sender<Batch>| {
+            let sender = &sender;
+            let visitor = || ChannelVisitor {
+                sender: sender.clone(),
+                batch: Vec::new(),
+                entries: 0,
+                batch_entries,
+            };
+            builder.visit(visitor, drop);
+        };
+        // Taken by the walk's thread, or left for this one if it cannot start.
+        let job = Arc::new(std::sync::Mutex::new(Some((builder, sender))));
+        let theirs = job.clone();
         let walker = std::thread::Builder::new()
             .name("fnd-walk".into())
             .spawn(move || {
-                let sender = &sender;
-                let visitor = || ChannelVisitor {
-                    sender: sender.clone(),
-                    batch: Vec::new(),
-                    entries: 0,
-                    batch_entries,
-                };
-                builder.visit(visitor, drop);
+                let taken = theirs.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some((builder, sender)) = taken {
+                    run(builder, sender);
+                }
             })
-            .expect("spawn the walk thread");
+            .ok();
+        let mut receiver = receiver;
+        if walker.is_none() {
+            // No thread to spare (`ulimit -u`, a pids cgroup): walk here,
+            // whole, into a channel without bound, and hand the chunks out
+            // after. Slower to the first entry and held in memory, but whole.
+            let taken = job.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some((builder, _bounded)) = taken {
+                let (sender, unbounded) = crossbeam_channel::unbounded();
+                run(builder, sender);
+                receiver = unbounded;
+            }
+        }
         Chunks {
             receiver: Some(receiver),
             current: Vec::new().into_iter(),
             stop,
-            walker: Some(walker),
+            walker,
         }
     }
 

@@ -137,10 +137,11 @@ mod split;
 mod visit;
 mod walker;
 
-pub use builder::{cores, WalkBuilder, MAX_THREADS};
+pub use builder::{cores, WalkBuilder, MAX_IO_DEPTH, MAX_THREADS};
 pub use entry::{is_file_name, Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
 pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
+pub use io::waited_elsewhere;
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use mounts::served_remotely;

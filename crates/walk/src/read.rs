@@ -194,13 +194,14 @@ impl Reader {
             // hard-linked); a real directory met again under a link is walked
             // again, as fd and the `ignore` crate do.
             if settings.follow_links && job.follow {
-                if let Some(ancestor) = find_ancestor(parent, dev, ino) {
-                    return visitor.error(Error::loop_at(&job.path(), depth, ancestor.path()));
+                if let Some(len) = find_ancestor(parent, dev, ino) {
+                    return visitor.error(Error::loop_at(&job.path(), depth, &parent.prefix[..len]));
                 }
             }
         }
         let root_index = job.parent.root;
         let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
+        let parent_state = parent.as_ref().and_then(|p| p.filter_state.clone());
         let mut dir = Dir::new(
             job.path(),
             depth + 1,
@@ -237,8 +238,7 @@ impl Reader {
                 fd: fd.as_fd(),
                 present: listed.then_some(&present[..]),
             };
-            let parent_state = dir.parent.as_ref().and_then(|p| p.filter_state.as_ref());
-            dir.filter_state = filter.enter(&info, parent_state);
+            dir.filter_state = filter.enter(&info, parent_state.as_ref());
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
@@ -541,7 +541,7 @@ fn follow_link(dir: &Arc<Dir>, fd: BorrowedFd<'_>, name: &[u8], depth: usize) ->
                 .then(|| find_ancestor(dir, target.dev, target.ino))
                 .flatten()
             {
-                Some(ancestor) => Err(Error::loop_at(&path(), depth, ancestor.path())),
+                Some(len) => Err(Error::loop_at(&path(), depth, &dir.prefix[..len])),
                 None => Ok(target.file_type()),
             }
         }
@@ -550,11 +550,15 @@ fn follow_link(dir: &Arc<Dir>, fd: BorrowedFd<'_>, name: &[u8], depth: usize) ->
     }
 }
 
-/// The ancestor of `dir` (or `dir` itself) with this device and inode, if any.
-fn find_ancestor(dir: &Dir, dev: u64, ino: u64) -> Option<&Dir> {
-    std::iter::once(dir)
-        .chain(dir.ancestors())
-        .find(|d| d.dev == dev && d.ino == ino && !d.is_root_parent())
+/// The ancestor of `dir` (or `dir` itself) with this device and inode, if
+/// any: the length of its path, a prefix of `dir`'s.
+fn find_ancestor(dir: &Dir, dev: u64, ino: u64) -> Option<usize> {
+    if dir.dev == dev && dir.ino == ino && !dir.is_root_parent() {
+        return Some(dir.path_len);
+    }
+    dir.ancestors()
+        .find(|d| d.dev == dev && d.ino == ino)
+        .map(|d| d.path_len)
 }
 
 /// The stretch of a directory's listing one reader takes: positions from

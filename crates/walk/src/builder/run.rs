@@ -213,7 +213,9 @@ impl WalkBuilder {
             0 => default_io_depth,
             n => n,
         };
-        let io_depth = threads.max(io_depth);
+        // Bounded: every worker is a thread, and a depth far past any
+        // device's queue only waits on itself.
+        let io_depth = threads.max(io_depth).min(crate::builder::MAX_IO_DEPTH);
         let ignore = cfg
             .ignore
             .clone()
@@ -323,6 +325,8 @@ mod tests {
         assert_eq!(depth(walk.clone().io_depth(5), 16), 5);
         assert_eq!(walk.clone().resolve(None).settings.io_depth, AUTO_IO_DEPTH);
         // Never fewer workers than threads.
-        assert_eq!(depth(walk.io_depth(1), 16), 2);
+        assert_eq!(depth(walk.clone().io_depth(1), 16), 2);
+        assert_eq!(depth(walk.clone().io_depth(usize::MAX), 16), crate::MAX_IO_DEPTH);
+        assert_eq!(depth(walk.io_depth(10_000_000), 16), crate::MAX_IO_DEPTH);
     }
 }

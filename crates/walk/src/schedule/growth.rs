@@ -1,56 +1,70 @@
 //! How many workers a pool runs: its CPU workers from the start, more
 //! while its reads wait on I/O (see `crate::io`), up to the I/O depth.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-
-use crossbeam_deque::Worker;
-
-use crate::read::Job;
 
 /// The workers a pool may still add, and how many run.
 pub(super) struct Depth {
     active: AtomicUsize,
-    /// Deques of the workers not started yet, the lowest index last.
-    spares: Mutex<Vec<(usize, Worker<Job>)>>,
-    can_grow: bool,
+    /// Index of the next worker to add: workers are numbered in the order
+    /// they are added, and each gets its deque only then, so a depth asked
+    /// for but never reached costs nothing.
+    next: Mutex<usize>,
+    /// Most workers the pool may run.
+    most: usize,
+    /// A thread could not be started (`ulimit -u`, a pids cgroup, address
+    /// space): the pool goes on with the workers it has.
+    refused: AtomicBool,
 }
 
 impl Depth {
-    /// A pool whose first `active` workers run from the start; `spares` are
-    /// the deques (and indices) of those that may be added.
-    pub(super) fn new(active: usize, mut spares: Vec<(usize, Worker<Job>)>) -> Self {
-        spares.sort_unstable_by_key(|s| std::cmp::Reverse(s.0));
+    /// A pool whose first `active` workers run from the start, and which may
+    /// grow to `most`.
+    pub(super) fn new(active: usize, most: usize) -> Self {
         Depth {
             active: AtomicUsize::new(active),
-            can_grow: !spares.is_empty(),
-            spares: Mutex::new(spares),
+            next: Mutex::new(active),
+            most: most.max(active),
+            refused: AtomicBool::new(false),
         }
     }
 
-    /// Whether workers may be added at all.
+    /// Whether workers may (still) be added.
     pub(super) fn can_grow(&self) -> bool {
-        self.can_grow
+        !self.refused.load(Ordering::Relaxed) && *self.next.lock().unwrap_or_else(|e| e.into_inner()) < self.most
     }
 
-    /// Workers started so far (their indices are `0..active`).
+    /// Workers counted so far (their indices are `0..active`; a worker
+    /// whose thread could not start is counted, with a deque that stays
+    /// empty).
     #[inline]
     pub(super) fn active(&self) -> usize {
         self.active.load(Ordering::Acquire)
     }
 
-    /// The walk waits on I/O: the deques of the workers to start now,
-    /// doubling the pool up to its depth (empty once it is there).
-    /// `reserve` is asked for that many workers and says how many it could
-    /// take (their descriptors); only those are started.
-    pub(super) fn grow(&self, reserve: impl FnOnce(usize) -> usize) -> Vec<(usize, Worker<Job>)> {
-        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
-        let wanted = self.active().min(spares.len());
+    /// The walk waits on I/O: the indices of the workers to start now,
+    /// doubling the pool up to its depth (empty once it is there, or once a
+    /// thread was refused). `reserve` is asked for that many workers and
+    /// says how many it could take (their descriptors); only those are
+    /// started.
+    pub(super) fn grow(&self, reserve: impl FnOnce(usize) -> usize) -> Range<usize> {
+        let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
+        if self.refused.load(Ordering::Relaxed) {
+            return *next..*next;
+        }
+        let wanted = self.active().min(self.most - *next);
         let add = if wanted == 0 { 0 } else { reserve(wanted).min(wanted) };
-        let start = spares.len() - add;
-        let added: Vec<_> = spares.drain(start..).rev().collect();
-        self.active.fetch_add(added.len(), Ordering::AcqRel);
+        let added = *next..*next + add;
+        *next += add;
+        self.active.fetch_add(add, Ordering::AcqRel);
         added
+    }
+
+    /// A worker's thread could not be started: add no more.
+    pub(super) fn refuse(&self) {
+        self.refused.store(true, Ordering::Relaxed);
     }
 }
 
@@ -60,20 +74,29 @@ mod tests {
 
     #[test]
     fn grows_by_doubling_up_to_the_depth_and_the_limit() {
-        let spares = (2..7).map(|i| (i, Worker::new_lifo())).collect();
-        let depth = Depth::new(2, spares);
+        let depth = Depth::new(2, 7);
         assert!(depth.can_grow());
-        let indices = |v: Vec<(usize, Worker<Job>)>| v.into_iter().map(|(i, _)| i).collect::<Vec<_>>();
         let all = |n| n;
-        assert_eq!(indices(depth.grow(all)), [2, 3]);
+        assert_eq!(depth.grow(all), 2..4);
         assert_eq!(depth.active(), 4);
         let one = |n| {
             assert_eq!(n, 3, "asks for no more than the spares");
             1
         };
-        assert_eq!(indices(depth.grow(one)), [4]);
-        assert_eq!(indices(depth.grow(all)), [5, 6]);
+        assert_eq!(depth.grow(one), 4..5);
+        assert_eq!(depth.grow(all), 5..7);
         assert_eq!(depth.active(), 7);
+        assert!(!depth.can_grow());
         assert!(depth.grow(|_| panic!("nothing left to reserve for")).is_empty());
+    }
+
+    #[test]
+    fn a_refused_thread_stops_the_growth() {
+        let depth = Depth::new(1, 100);
+        assert_eq!(depth.grow(|n| n), 1..2);
+        depth.refuse();
+        assert!(!depth.can_grow());
+        assert!(depth.grow(|_| panic!("no reserve once refused")).is_empty());
+        assert_eq!(depth.active(), 2);
     }
 }

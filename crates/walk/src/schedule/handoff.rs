@@ -77,8 +77,10 @@ impl Handoff {
         let root_dir = parent.root_dir();
         let mut ancestors = Vec::new();
         if follow_links && !parent.is_root_parent() {
-            let chain = std::iter::once(&**parent).chain(parent.ancestors());
-            ancestors.extend(chain.filter(|d| d.parent.is_some()).map(|d| (d.dev, d.ino)));
+            if !parent.is_root() {
+                ancestors.push((parent.dev, parent.ino));
+            }
+            ancestors.extend(parent.ancestors().filter(|d| !d.is_root).map(|d| (d.dev, d.ino)));
             ancestors.reverse();
         }
         Ok(Handoff {

@@ -2,7 +2,7 @@
 //! directories, beside a [`Remote`] that may share them further.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread::Scope;
 use std::time::Duration;
 
@@ -81,7 +81,8 @@ impl Remote for Alone {
 pub(crate) struct Pool<'w> {
     shared: &'w Shared,
     injector: Injector<Job>,
-    stealers: Vec<Stealer<Job>>,
+    /// One slot per worker the pool may run, filled as each is added.
+    stealers: Box<[OnceLock<Stealer<Job>>]>,
     /// Jobs queued or being read here; the pool is idle when it is zero.
     pending: AtomicUsize,
     /// The remote said the walk is over.
@@ -115,16 +116,13 @@ where
 {
     let settings = &shared.settings;
     let threads = settings.threads.max(1);
-    let mut workers: Vec<Worker<Job>> = (0..settings.io_depth.max(threads))
-        .map(|_| Worker::new_lifo())
-        .collect();
-    let stealers = workers.iter().map(|w| w.stealer()).collect();
-    let spares = workers
-        .split_off(threads)
-        .into_iter()
-        .enumerate()
-        .map(|(i, w)| (threads + i, w))
-        .collect();
+    let most = settings.io_depth.max(threads);
+    // Deques for the CPU workers now; an added worker makes its own.
+    let workers: Vec<Worker<Job>> = (0..threads).map(|_| Worker::new_lifo()).collect();
+    let stealers: Box<[OnceLock<Stealer<Job>>]> = (0..most).map(|_| OnceLock::new()).collect();
+    for (slot, w) in stealers.iter().zip(&workers) {
+        let _ = slot.set(w.stealer());
+    }
     let pool = Pool {
         shared,
         injector: Injector::new(),
@@ -135,7 +133,7 @@ where
         epoch: AtomicUsize::new(0),
         lock: Mutex::new(()),
         wake: Condvar::new(),
-        io: Depth::new(threads, spares),
+        io: Depth::new(threads, most),
         shallow_limit: if settings.shallow_first { SHALLOW_FRONTIER } else { 0 },
         placement: Placement::new(threads),
     };
@@ -150,8 +148,19 @@ where
             let grow = move || add_io_workers(scope, pool, remote, make, added_ref);
             let mut workers = workers.into_iter().enumerate();
             let (first_index, first) = workers.next().expect("at least one worker");
+            // A thread that cannot start (`ulimit -u`, a pids cgroup) leaves
+            // its share to those that did: the calling thread alone can do
+            // the whole walk. Its deque, never filled, is stolen from in vain.
             let handles: Vec<_> = workers
-                .map(|(me, local)| scope.spawn(move || work(pool, remote, local, me, make(), &grow)))
+                .map_while(|(me, local)| {
+                    let started = std::thread::Builder::new()
+                        .spawn_scoped(scope, move || work(pool, remote, local, me, make(), &grow))
+                        .ok();
+                    if started.is_none() {
+                        pool.io.refuse();
+                    }
+                    started
+                })
                 .collect();
             // The calling thread is a worker too.
             done(work(pool, remote, first, first_index, make(), &grow));
@@ -181,7 +190,12 @@ impl Pool<'_> {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // for remotes other than `Alone`
     pub(crate) fn queued(&self) -> usize {
         let workers = self.io.active().min(self.stealers.len());
-        self.injector.len() + self.stealers[..workers].iter().map(Stealer::len).sum::<usize>()
+        self.injector.len()
+            + self.stealers[..workers]
+                .iter()
+                .filter_map(OnceLock::get)
+                .map(Stealer::len)
+                .sum::<usize>()
     }
 
     /// Whether a worker naps for want of a directory while none waits:
@@ -215,7 +229,12 @@ impl Pool<'_> {
         let workers = self.io.active();
         let (mut dry, mut next) = (0, 0);
         while taken.len() < max && dry < workers {
-            match steal_one(|| self.stealers[next].steal()) {
+            let Some(stealer) = self.stealers[next].get() else {
+                dry += 1;
+                next = (next + 1) % workers;
+                continue;
+            };
+            match steal_one(|| stealer.steal()) {
                 Some(job) => {
                     taken.push(job);
                     dry = 0;
@@ -309,7 +328,10 @@ impl Pool<'_> {
             }
             let n = self.io.active();
             for k in 1..n {
-                match self.stealers[(me + k) % n].steal() {
+                let Some(stealer) = self.stealers[(me + k) % n].get() else {
+                    continue;
+                };
+                match stealer.steal() {
                     Steal::Success(job) => return Some(job),
                     Steal::Retry => retry = true,
                     Steal::Empty => {}
@@ -378,15 +400,34 @@ fn add_io_workers<'scope, 'env, V, M, R>(
     R: Remote,
 {
     let budget = &pool.shared.budget;
-    for (me, local) in pool.io.grow(|wanted| budget.reserve_workers(wanted)) {
-        scope.spawn(move || {
-            let grow = || add_io_workers(scope, pool, remote, make, added);
-            let visitor = work(pool, remote, local, me, make(), &grow);
-            budget.release_workers(1);
-            added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
-        });
+    let added_now = pool.io.grow(|wanted| budget.reserve_workers(wanted));
+    let last = added_now.end;
+    for me in added_now {
+        let local = Worker::new_lifo();
+        let _ = pool.stealers[me].set(local.stealer());
+        // A small stack: up to the I/O depth of them may start (128 at 2 MiB
+        // each took a 256 MiB `ulimit -v` whole), and a worker's reads and
+        // visitors do not recurse with depth.
+        let started = std::thread::Builder::new()
+            .stack_size(IO_WORKER_STACK)
+            .spawn_scoped(scope, move || {
+                let grow = || add_io_workers(scope, pool, remote, make, added);
+                let visitor = work(pool, remote, local, me, make(), &grow);
+                budget.release_workers(1);
+                added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
+            });
+        if started.is_err() {
+            // The walk goes on with the workers it has; this one's deque
+            // stays empty, and the descriptors kept for the rest go back.
+            pool.io.refuse();
+            budget.release_workers(last - me);
+            return;
+        }
     }
 }
+
+/// The stack of a worker added while reads wait on I/O.
+const IO_WORKER_STACK: usize = 512 * 1024;
 
 /// One worker: read jobs (its own first, then stolen) until the walk ends.
 fn work<V: Visitor, R: Remote>(
@@ -459,7 +500,7 @@ fn work<V: Visitor, R: Remote>(
                 remote.poll(pool, true);
                 if waits_on_io && remote.may_grow() {
                     grow();
-                    if pool.io.active() >= pool.stealers.len() {
+                    if !pool.io.can_grow() {
                         probe.disable();
                     }
                 }
