@@ -237,29 +237,42 @@ pub fn parse(args: Vec<OsString>) -> Result<Parsed, UsageError> {
 /// (the first one given is the one named), and a bad `-d` is said and
 /// ends it with the usage hint once all are read.
 fn check_in_order(given: &[getopt::Given]) -> Result<(), UsageError> {
-    let mut bad_depth = false;
+    // Said in the error, not printed here: in an MPI job only rank 0 says
+    // what is wrong with the command line.
+    let mut said: Vec<String> = Vec::new();
+    let ending = |said: &[String], e: UsageError| match said {
+        [] => e,
+        _ => {
+            let mut lines = said.to_vec();
+            lines.extend((!e.message.is_empty()).then_some(e.message));
+            UsageError {
+                message: lines.join(&format!("\n{}: ", crate::messages::program_name())),
+                hint: e.hint,
+            }
+        }
+    };
     for g in given {
         let value = String::from_utf8_lossy(g.value.as_deref().unwrap_or_default());
         let name = |short: &'static str, long: &'static str| if g.long { long } else { short };
-        match g.id.as_str() {
+        let checked = match g.id.as_str() {
             "max-depth" if value.parse::<usize>().is_err() => {
-                report(&format!("invalid maximum depth {}", quote_value(&value)));
-                bad_depth = true;
+                said.push(format!("invalid maximum depth {}", quote_value(&value)));
+                Ok(())
             }
-            "block-size" => {
-                SizeFormat::parse(&value).map_err(|why| bad_size(name("-B", "--block-size"), &value, why))?;
-            }
+            "block-size" => SizeFormat::parse(&value)
+                .map(|_| ())
+                .map_err(|why| bad_size(name("-B", "--block-size"), &value, why)),
             "threshold" => match parse_threshold(&value) {
-                Ok(Threshold::AtMost(0)) => return Err(invalid("invalid --threshold argument '-0'")),
-                Ok(_) => {}
-                Err(why) => return Err(bad_size(name("-t", "--threshold"), &value, why)),
+                Ok(Threshold::AtMost(0)) => Err(invalid("invalid --threshold argument '-0'")),
+                Ok(_) => Ok(()),
+                Err(why) => Err(bad_size(name("-t", "--threshold"), &value, why)),
             },
-            _ => {}
-        }
+            _ => Ok(()),
+        };
+        checked.map_err(|e| ending(&said, e))?;
     }
-    if bad_depth {
-        // Said already: only the hint is left.
-        return Err(usage(String::new()));
+    if !said.is_empty() {
+        return Err(ending(&said, usage(String::new())));
     }
     Ok(())
 }
