@@ -580,7 +580,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
-            if probe.finish() {
+            if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
                     let spawned = std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, true));
@@ -614,6 +614,14 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
             self.release_with(cursor);
         }
+    }
+
+    /// Whether a job waits with no worker idle to take it: a worker added
+    /// otherwise would only sleep (a chain of nested directories has one
+    /// job at a time, however slow its reads).
+    fn work_waits(&self) -> bool {
+        let st = lock(&self.state);
+        st.sleepers == 0 && !st.heap.is_empty()
     }
 
     /// The next job to read: the smallest key, if the window has room or it
