@@ -114,7 +114,7 @@ pub struct Node {
     finished: bool,
     /// Deeper than `WALKED`: counted in `DEEP`, and the device and inode of
     /// the `WALKED` levels nearest the operand (shared down the branch).
-    shallow_ids: Option<Arc<[(u64, u64)]>>,
+    shallow_ids: Option<DeepIds>,
 }
 
 /// Levels `is_self_or_ancestor` walks up from a node. Below them a node
@@ -128,6 +128,67 @@ static DEEP: Mutex<Option<HashMap<(u64, u64), u32>>> = Mutex::new(None);
 
 fn deep() -> std::sync::MutexGuard<'static, Option<HashMap<(u64, u64), u32>>> {
     DEEP.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a directory deeper than `WALKED` keeps to find an ancestor
+/// without walking up to the operand: it is counted in `DEEP` while
+/// alive, and holds the ids of the `WALKED` levels nearest the operand
+/// (shared down the branch).
+pub(crate) struct DeepIds {
+    id: (u64, u64),
+    shallow: Arc<[(u64, u64)]>,
+}
+
+impl DeepIds {
+    /// The directory `id` at `depth` (`None` above `WALKED`); `parent`:
+    /// its parent's, `up`: the ids from its parent up to the operand,
+    /// asked for once per branch, where it first goes deep.
+    pub(crate) fn new(
+        depth: u32,
+        id: (u64, u64),
+        parent: Option<&DeepIds>,
+        up: impl FnOnce() -> Arc<[(u64, u64)]>,
+    ) -> Option<DeepIds> {
+        if depth < WALKED {
+            return None;
+        }
+        let shallow = parent.map_or_else(up, |p| p.shallow.clone());
+        *deep().get_or_insert_with(HashMap::new).entry(id).or_insert(0) += 1;
+        Some(DeepIds { id, shallow })
+    }
+}
+
+impl Drop for DeepIds {
+    fn drop(&mut self) {
+        if let Some(map) = deep().as_mut() {
+            if let Some(count) = map.get_mut(&self.id) {
+                *count -= 1;
+                if *count == 0 {
+                    map.remove(&self.id);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `id` is a directory's or one above it, up to the operand:
+/// `deep` is the directory's [`DeepIds`], `up` the ids from it upward.
+/// A bind mount can put a directory inside itself, and du (fts) leaves
+/// such a cycle out silently.
+pub(crate) fn is_self_or_ancestor(
+    deep_ids: Option<&DeepIds>,
+    id: (u64, u64),
+    mut up: impl Iterator<Item = (u64, u64)>,
+) -> bool {
+    if let Some(d) = deep_ids {
+        let alive_deep = deep().as_ref().is_some_and(|m| m.contains_key(&id));
+        // Not among the deep directories alive (of any branch): only the
+        // levels near the operand are left to look at.
+        if !alive_deep {
+            return d.shallow.contains(&id);
+        }
+    }
+    up.any(|x| x == id)
 }
 
 /// gnulib fts: directories with more entries than this are read whole and
@@ -219,23 +280,16 @@ impl Node {
     ) -> Node {
         let settings = &run.settings;
         let keep_tree = settings.keeps_tree();
-        let shallow_ids = match &parent {
-            _ if depth < WALKED => None,
-            Parent::Dir(p) if p.shallow_ids.is_some() => p.shallow_ids.clone(),
-            Parent::Dir(p) => {
-                let mut ids = Vec::new();
-                let mut node: &Node = p;
-                loop {
-                    ids.push((node.dev, node.ino));
-                    match &node.parent {
-                        Some(Parent::Dir(up)) => node = up,
-                        _ => break,
-                    }
-                }
-                Some(ids.into())
-            }
-            _ => Some(Arc::from([])),
+        let parent_dir = match &parent {
+            Parent::Dir(p) => Some(&**p),
+            _ => None,
         };
+        let shallow_ids = DeepIds::new(
+            depth,
+            (listed.dev, listed.ino),
+            parent_dir.and_then(|p| p.shallow_ids.as_ref()),
+            || parent_dir.map_or_else(|| Arc::from([]), |p| p.ids_up().collect()),
+        );
         let Listed {
             own,
             position,
@@ -264,34 +318,24 @@ impl Node {
             tree: keep_tree.then(|| Mutex::new(TreeBuilder::default())),
             inode_sort,
             finished: false,
-            shallow_ids: shallow_ids.inspect(|_| {
-                *deep().get_or_insert_with(HashMap::new).entry((dev, ino)).or_insert(0) += 1;
-            }),
+            shallow_ids,
         }
+    }
+
+    /// The ids of this directory and those above it, up to the operand.
+    fn ids_up(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        std::iter::successors(Some(self), |n| match &n.parent {
+            Some(Parent::Dir(up)) => Some(&**up),
+            _ => None,
+        })
+        .map(|n| (n.dev, n.ino))
     }
 
     /// Whether this directory or one above it, up to the operand, is the
     /// directory `(dev, ino)`: a bind mount can put a directory inside
     /// itself, and du (fts) leaves such a cycle out silently.
     pub fn is_self_or_ancestor(&self, dev: u64, ino: u64) -> bool {
-        if let Some(shallow) = &self.shallow_ids {
-            let alive_deep = deep().as_ref().is_some_and(|m| m.contains_key(&(dev, ino)));
-            // Not among the deep nodes alive (of any branch): only the
-            // levels near the operand are left to look at.
-            if !alive_deep {
-                return shallow.contains(&(dev, ino));
-            }
-        }
-        let mut node = self;
-        loop {
-            if (node.dev, node.ino) == (dev, ino) {
-                return true;
-            }
-            match &node.parent {
-                Some(Parent::Dir(parent)) => node = parent,
-                _ => return false,
-            }
-        }
+        is_self_or_ancestor(self.shallow_ids.as_ref(), (dev, ino), self.ids_up())
     }
 
     /// Whether the operand's file system is one where fts sorts big
@@ -508,16 +552,7 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
-        if self.shallow_ids.take().is_some() {
-            if let Some(map) = deep().as_mut() {
-                if let Some(count) = map.get_mut(&(self.dev, self.ino)) {
-                    *count -= 1;
-                    if *count == 0 {
-                        map.remove(&(self.dev, self.ino));
-                    }
-                }
-            }
-        }
+        drop(self.shallow_ids.take());
         // Completing a node may complete its parent, and so on up: a loop,
         // not recursion, so a deep tree cannot overflow a worker's stack.
         let mut done = self.finish();

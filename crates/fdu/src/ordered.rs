@@ -26,7 +26,7 @@ use fnd_walk::{
 
 use crate::hardlinks;
 use crate::messages::{error_text, quote};
-use crate::node::join;
+use crate::node::{is_self_or_ancestor, join, DeepIds};
 use crate::scan::{inode_sort_may_be_useful, Scan};
 use crate::settings::{Follow, Settings};
 use crate::usage::{Stamp, Usage};
@@ -93,6 +93,28 @@ struct Chain {
     id: (u64, u64),
     parent: Option<Arc<Chain>>,
     kids: Mutex<Ids>,
+    /// Levels below the operand.
+    depth: u32,
+    /// Deep down, what finds a cycle without walking up every level.
+    deep: Option<DeepIds>,
+}
+
+impl Chain {
+    /// The ids of this directory and those above it, up to the operand.
+    fn ids_up(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        std::iter::successors(Some(self), |c| c.parent.as_deref()).map(|c| c.id)
+    }
+}
+
+impl Drop for Chain {
+    /// Unlink the ancestors this one held last one by one: dropping a deep
+    /// chain recursively would overflow a worker's stack.
+    fn drop(&mut self) {
+        let mut up = self.parent.take();
+        while let Some(p) = up {
+            up = Arc::try_unwrap(p).ok().and_then(|mut c| c.parent.take());
+        }
+    }
 }
 
 /// What du leaves out, decided on the reading threads: `--exclude`, `-x`,
@@ -114,10 +136,16 @@ impl EntryFilter for Ancestry {
                 known.unwrap_or_else(|| fnd_walk::meta::stat_fd(dir.fd).map_or((0, 0), |m| (m.dev, m.ino)))
             }
         };
+        let depth = parent.as_ref().map_or(0, |p| p.depth + 1);
+        let deep = DeepIds::new(depth, id, parent.as_ref().and_then(|p| p.deep.as_ref()), || {
+            parent.as_ref().map_or_else(|| Arc::from([]), |p| p.ids_up().collect())
+        });
         Some(Arc::new(Chain {
             id,
             parent,
             kids: Mutex::default(),
+            depth,
+            deep,
         }))
     }
 
@@ -151,12 +179,8 @@ impl EntryFilter for Ancestry {
             }
         } else {
             let here = state.and_then(|s| s.downcast_ref::<Chain>());
-            let mut chain = here;
-            while let Some(c) = chain {
-                if c.id == (m.dev, m.ino) {
-                    return Decision::SKIP;
-                }
-                chain = c.parent.as_deref();
+            if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), (m.dev, m.ino), c.ids_up())) {
+                return Decision::SKIP;
             }
             if let Some(here) = here {
                 let mut kids = here.kids.lock().unwrap_or_else(|e| e.into_inner());
@@ -345,5 +369,48 @@ impl TreeVisitor for Du {
             .run
             .error(&format!("{what} {}: {}", quote(path), error_text(&error.io_error())));
         self.flow()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(parent: Option<Arc<Chain>>, id: (u64, u64)) -> Arc<Chain> {
+        let depth = parent.as_ref().map_or(0, |p| p.depth + 1);
+        let deep = DeepIds::new(depth, id, parent.as_ref().and_then(|p| p.deep.as_ref()), || {
+            parent.as_ref().map_or_else(|| Arc::from([]), |p| p.ids_up().collect())
+        });
+        Arc::new(Chain {
+            id,
+            parent,
+            kids: Mutex::default(),
+            depth,
+            deep,
+        })
+    }
+
+    #[test]
+    fn a_deep_directory_finds_its_ancestors_and_frees_on_a_small_stack() {
+        // A device of its own, so that other tests' deep directories never match.
+        let dev = 0xc4a1;
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let mut here = link(None, (dev, 1_000_000));
+                for level in 0..100_000 {
+                    here = link(Some(here), (dev, level));
+                }
+                let found = |ino| is_self_or_ancestor(here.deep.as_ref(), (dev, ino), here.ids_up());
+                assert!(found(1_000_000), "the operand");
+                assert!(found(3), "near the operand");
+                assert!(found(50_000), "deep");
+                assert!(found(99_999), "itself");
+                assert!(!found(100_000));
+                drop(here);
+            })
+            .unwrap()
+            .join()
+            .unwrap();
     }
 }

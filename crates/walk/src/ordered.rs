@@ -165,17 +165,19 @@ pub struct Held {
     pub largest_dir: usize,
 }
 
-/// The bytes a chunk is counted for: its names, and per entry the slot,
-/// the metadata and a share of the bookkeeping.
+/// The bytes a chunk is counted for: its names, per entry the slot, the
+/// metadata and a share of the bookkeeping, and its directory's path,
+/// which it keeps alive (deep down, the path outweighs the entries: a
+/// chain of nested directories read ahead would hold depth² bytes).
 fn chunk_bytes(c: &ChunkBuf) -> usize {
     const PER_ENTRY: usize =
         std::mem::size_of::<crate::entry::Slot>() + std::mem::size_of::<Option<crate::meta::Metadata>>();
-    std::mem::size_of::<ChunkBuf>() + c.names.len() + c.slots.len() * PER_ENTRY
+    std::mem::size_of::<ChunkBuf>() + c.prefix().len() + c.names.len() + c.slots.len() * PER_ENTRY
 }
 
 /// The bytes a subdirectory's place is counted for, until it is left.
 fn slot_bytes(s: &Slot) -> usize {
-    std::mem::size_of::<Slot>() + s.path.len() + s.key.len() * 4
+    std::mem::size_of::<Slot>() + s.name.as_ref().map_or(0, |n| n.len())
 }
 
 /// One item of a directory's result, in release order.
@@ -192,22 +194,69 @@ struct Done {
 }
 
 /// Where a directory's result lands. Filled under the state's lock.
+///
+/// Its place in the release order is its parent's place and its own rank
+/// among the parent's items; its path is the parent's and its own name.
+/// Each slot holds only its own part of both (a chain of `n` nested
+/// directories holds `n` slots, not `n²/2` keys and path bytes): the place
+/// is compared by walking up to the common ancestor, the path is spelt by
+/// the cursor in one buffer, as fts does.
 struct Slot {
-    key: Box<[u32]>,
-    path: Box<[u8]>,
+    parent: Option<Arc<Slot>>,
+    /// The rank among the parent's items (a root's: its number).
+    rank: u32,
+    /// Levels below the walk's roots (0: a root).
+    level: u32,
+    /// The name below the parent (a root's: its path as given); `None`
+    /// for a job with no path of its own.
+    name: Option<Box<[u8]>>,
     depth: usize,
     root: usize,
     result: Mutex<Option<Done>>,
 }
 
-impl Slot {
-    fn event(&self) -> DirEvent<'_> {
-        DirEvent {
-            path: &self.path,
-            depth: self.depth,
-            root: self.root,
+impl Drop for Slot {
+    /// Unlink the ancestors this slot held last one by one: dropping a
+    /// deep chain recursively would overflow the stack.
+    fn drop(&mut self) {
+        let mut up = self.parent.take();
+        while let Some(p) = up {
+            up = match Arc::try_unwrap(p) {
+                Ok(mut slot) => slot.parent.take(),
+                Err(_) => None,
+            };
         }
     }
+}
+
+/// Two slots' places in the release order: an ancestor's comes before its
+/// subtree's, siblings' by rank. Costs the levels up to the common
+/// ancestor (one step for siblings).
+fn place_cmp(a: &Slot, b: &Slot) -> CmpOrdering {
+    let (mut a, mut b) = (a, b);
+    let mut if_same = CmpOrdering::Equal;
+    while a.level > b.level {
+        a = a.parent.as_deref().expect("a slot below a root has a parent");
+        if_same = CmpOrdering::Greater;
+    }
+    while b.level > a.level {
+        b = b.parent.as_deref().expect("a slot below a root has a parent");
+        if_same = CmpOrdering::Less;
+    }
+    loop {
+        if std::ptr::eq(a, b) {
+            return if_same;
+        }
+        match (a.parent.as_deref(), b.parent.as_deref()) {
+            (Some(pa), Some(pb)) if !std::ptr::eq(pa, pb) => (a, b) = (pa, pb),
+            _ => return a.rank.cmp(&b.rank),
+        }
+    }
+}
+
+/// Whether `head` (the place the output waits for) is `slot`'s.
+fn is_head(head: &Option<Arc<Slot>>, slot: &Slot) -> bool {
+    head.as_deref().is_some_and(|h| std::ptr::eq(h, slot))
 }
 
 struct Queued {
@@ -217,7 +266,7 @@ struct Queued {
 
 impl PartialEq for Queued {
     fn eq(&self, other: &Self) -> bool {
-        self.slot.key == other.slot.key
+        Arc::ptr_eq(&self.slot, &other.slot)
     }
 }
 impl Eq for Queued {}
@@ -229,7 +278,7 @@ impl PartialOrd for Queued {
 impl Ord for Queued {
     /// Reversed: the heap's top is the smallest key, the earliest output.
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        other.slot.key.cmp(&self.slot.key)
+        place_cmp(&other.slot, &self.slot)
     }
 }
 
@@ -241,7 +290,7 @@ struct State {
     /// Bytes of results deposited and not released yet.
     held: usize,
     /// The key the output waits for, when no thread is releasing.
-    head: Option<Box<[u32]>>,
+    head: Option<Arc<Slot>>,
     /// A thread is releasing (it will set `head` when it stops).
     releasing: bool,
     /// Workers waiting for a job: std's condvar makes a system call per
@@ -256,6 +305,55 @@ struct Cursor<'v, V> {
     /// Each open directory's items, the next one to release, and its slot
     /// (`None` for the walk's roots).
     stack: Vec<(VecDeque<Item>, Option<Arc<Slot>>)>,
+    /// The path of the innermost open directory; each open directory's
+    /// path is a prefix of it, its length kept in `lens`.
+    path: Vec<u8>,
+    /// The length of `path` before each open directory's name was added.
+    lens: Vec<usize>,
+}
+
+impl<V: TreeVisitor> Cursor<'_, V> {
+    /// Enter `slot` (a subdirectory of the innermost open one, or a root)
+    /// with `items` to release in it.
+    fn enter(&mut self, slot: Arc<Slot>, items: VecDeque<Item>) -> Flow {
+        if let Some((parent_items, _)) = self.stack.last_mut() {
+            // Nothing more to release there (this subtree was its last
+            // item): its room would stay allocated on every level of a chain.
+            if parent_items.is_empty() {
+                *parent_items = VecDeque::new();
+            }
+        }
+        let base = self.path.len();
+        if let Some(name) = &slot.name {
+            if slot.parent.is_none() {
+                self.path.clear();
+            } else if !self.path.is_empty() && !self.path.ends_with(b"/") {
+                self.path.push(b'/');
+            }
+            self.path.extend_from_slice(name);
+        }
+        self.lens.push(base);
+        let flow = self.visitor.enter(event(&self.path, &slot));
+        self.stack.push((items, Some(slot)));
+        flow
+    }
+
+    /// Leave the innermost open directory, `slot`.
+    fn leave(&mut self, slot: &Slot) -> Flow {
+        let flow = self.visitor.leave(event(&self.path, slot));
+        let base = self.lens.pop().unwrap_or(0);
+        self.path.truncate(base);
+        flow
+    }
+}
+
+/// `slot`'s event, `path` the cursor's (spelling `slot` when it has a name).
+fn event<'a>(path: &'a [u8], slot: &Slot) -> DirEvent<'a> {
+    DirEvent {
+        path: if slot.name.is_some() { path } else { &[] },
+        depth: slot.depth,
+        root: slot.root,
+    }
 }
 
 struct Ordered<'s, 'v, V> {
@@ -288,8 +386,10 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         .enumerate()
         .map(|(i, path)| {
             Arc::new(Slot {
-                key: Box::new([i as u32]),
-                path: path.clone().into_boxed_slice(),
+                parent: None,
+                rank: i as u32,
+                level: 0,
+                name: Some(path.clone().into_boxed_slice()),
                 depth: 0,
                 root: i,
                 result: Mutex::new(None),
@@ -303,7 +403,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
             job: Job::root(i, &shared.roots[i]),
         });
     }
-    let first = roots.first().map(|s| s.key.clone());
+    let first = roots.first().cloned();
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
     let walk = Ordered {
         shared,
@@ -323,6 +423,8 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         cursor: Mutex::new(Cursor {
             visitor,
             stack: vec![(top.into(), None)],
+            path: Vec::new(),
+            lens: Vec::new(),
         }),
     };
     let threads = shared.settings.threads.max(1);
@@ -361,24 +463,22 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
             return;
         }
         let mut st = lock(&walk.state);
-        if st.releasing || st.head.as_deref() != Some(&self.slot.key[..]) {
+        if st.releasing || !is_head(&st.head, self.slot) {
             return;
         }
         st.releasing = true;
         st.head = None;
         drop(st);
         let mut cursor = lock(&walk.cursor);
-        let Cursor { visitor, stack } = &mut *cursor;
         // The release stopped at this directory's place: it is the front.
-        if let Some((items, _)) = stack.last_mut() {
+        if let Some((items, _)) = cursor.stack.last_mut() {
             items.pop_front();
         }
-        if visitor.enter(self.slot.event()) == Flow::Stop {
+        if cursor.enter(self.slot.clone(), VecDeque::new()) == Flow::Stop {
             walk.shared.stop();
         }
-        stack.push((VecDeque::new(), Some(self.slot.clone())));
         for item in std::mem::take(&mut self.items) {
-            deliver(&mut **visitor, item, walk.shared);
+            deliver(&mut *cursor.visitor, item, walk.shared);
         }
         self.streaming = true;
     }
@@ -480,7 +580,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
-            if probe.finish() {
+            if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
                     let spawned = std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, true));
@@ -516,6 +616,14 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         }
     }
 
+    /// Whether a job waits with no worker idle to take it: a worker added
+    /// otherwise would only sleep (a chain of nested directories has one
+    /// job at a time, however slow its reads).
+    fn work_waits(&self) -> bool {
+        let st = lock(&self.state);
+        st.sleepers == 0 && !st.heap.is_empty()
+    }
+
     /// The next job to read: the smallest key, if the window has room or it
     /// is the head; `None` when the walk is over (or stopped).
     fn next_job(&self) -> Option<Queued> {
@@ -527,7 +635,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 return None;
             }
             if let Some(top) = st.heap.peek() {
-                let is_head = st.head.as_deref() == Some(&top.slot.key[..]);
+                let is_head = is_head(&st.head, &top.slot);
                 if st.held <= self.order.window || is_head {
                     let q = st.heap.pop().expect("peeked");
                     st.reading += 1;
@@ -667,17 +775,16 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     }
 
     /// Queue a subdirectory of `parent`'s result at item `rank`.
-    fn queue(&self, parent: &Slot, rank: usize, job: Job) -> Item {
-        let (path, depth) = match &job {
-            Job::Open(p) => (p.path().into_boxed_slice(), p.depth()),
-            _ => (Box::default(), parent.depth + 1),
+    fn queue(&self, parent: &Arc<Slot>, rank: usize, job: Job) -> Item {
+        let (name, depth) = match &job {
+            Job::Open(p) => (Some(p.name.clone()), p.depth()),
+            _ => (None, parent.depth + 1),
         };
-        let mut key = Vec::with_capacity(parent.key.len() + 1);
-        key.extend_from_slice(&parent.key);
-        key.push(rank as u32);
         let slot = Arc::new(Slot {
-            key: key.into_boxed_slice(),
-            path,
+            parent: Some(parent.clone()),
+            rank: rank as u32,
+            level: parent.level + 1,
+            name,
             depth,
             root: parent.root,
             result: Mutex::new(None),
@@ -702,7 +809,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         st.stats.largest_dir = st.stats.largest_dir.max(done.bytes);
         st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
         *lock(&slot.result) = Some(done);
-        let release = !st.releasing && st.head.as_deref() == Some(&slot.key[..]);
+        let release = !st.releasing && is_head(&st.head, slot);
         if release {
             st.releasing = true;
             st.head = None;
@@ -723,7 +830,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
 
     /// [`release`](Self::release), the cursor locked already.
     fn release_with(&self, mut cursor: MutexGuard<'_, Cursor<'_, V>>) {
-        let Cursor { visitor, stack } = &mut *cursor;
+        let cursor = &mut *cursor;
         let mut freed = 0usize;
         let mut stop = false;
         loop {
@@ -738,7 +845,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 wake_all(&self.wake, &st);
                 return;
             }
-            let Some((items, dir)) = stack.last_mut() else {
+            let Some((items, dir)) = cursor.stack.last_mut() else {
                 // Everything is out.
                 let mut st = lock(&self.state);
                 st.releasing = false;
@@ -749,29 +856,28 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             let Some(item) = items.pop_front() else {
                 if let Some(dir) = dir.take() {
                     freed += slot_bytes(&dir);
-                    stop = visitor.leave(dir.event()) == Flow::Stop;
+                    stop = cursor.leave(&dir) == Flow::Stop;
                 }
-                stack.pop();
+                cursor.stack.pop();
                 continue;
             };
             match item {
                 Item::Entries(buf) => {
                     freed += chunk_bytes(&buf);
-                    stop = visitor.entries(&buf) == Flow::Stop;
+                    stop = cursor.visitor.entries(&buf) == Flow::Stop;
                 }
-                Item::Error(e) => stop = visitor.error(e) == Flow::Stop,
+                Item::Error(e) => stop = cursor.visitor.error(e) == Flow::Stop,
                 Item::Sub(sub) => {
                     let mut st = lock(&self.state);
                     let taken = lock(&sub.result).take();
                     match taken {
                         Some(done) => {
                             drop(st);
-                            stop = visitor.enter(sub.event()) == Flow::Stop;
-                            stack.push((done.items.into(), Some(sub)));
+                            stop = cursor.enter(sub, done.items.into()) == Flow::Stop;
                         }
                         None => {
                             // Not read yet: whoever deposits it goes on from here.
-                            st.head = Some(sub.key.clone());
+                            st.head = Some(sub.clone());
                             st.releasing = false;
                             st.held -= freed.min(st.held);
                             wake_all(&self.wake, &st);
@@ -1045,9 +1151,12 @@ mod tests {
                 ..Record::default()
             };
             let order = TreeOrder::new(Within::Listing, Nest::AtEntry).window(window);
+            // No workers added for reads that look slow on a busy machine:
+            // each would read one more directory past the window.
             let held = WalkBuilder::new(dir.path())
                 .min_depth(1)
                 .threads(threads)
+                .io_depth(threads)
                 .visit_tree(order, &mut r);
             (held, r.seen.len())
         };
@@ -1153,5 +1262,82 @@ mod tests {
         WalkBuilder::new(dir.path())
             .threads(4)
             .visit_tree(order, &mut StopAt(10));
+    }
+
+    /// A chain of `levels` nested directories `d` under `root`, made
+    /// relative to each parent (a path that long cannot be opened whole).
+    fn chain(root: &Path, levels: usize) {
+        use rustix::fs::{mkdirat, openat, Mode, OFlags, CWD};
+        let mut fd = openat(CWD, root, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+        for _ in 0..levels {
+            mkdirat(&fd, "d", Mode::from_raw_mode(0o755)).unwrap();
+            fd = openat(&fd, "d", OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+        }
+    }
+
+    /// Each open directory's place and path cost the same at any depth:
+    /// three times the levels hold about three times the bytes, where a
+    /// key or a path per level would hold nine times.
+    #[test]
+    fn what_a_chain_holds_grows_with_its_depth_not_its_square() {
+        let held = |levels: usize| {
+            let dir = tempfile::tempdir().unwrap();
+            chain(dir.path(), levels);
+            let mut r = Record::default();
+            // No read ahead: what is held is the open directories' places.
+            let order = TreeOrder::new(Within::Name, Nest::AtEntry).window(0);
+            let held = WalkBuilder::new(dir.path()).threads(1).visit_tree(order, &mut r);
+            let mut deepest = dir.path().as_os_str().as_encoded_bytes().to_vec();
+            deepest.extend(b"/d".repeat(levels));
+            assert_eq!(r.seen.last(), Some(&format!("<{}", dir.path().display())));
+            let want = format!(">{}", String::from_utf8_lossy(&deepest));
+            assert!(r.seen.contains(&want), "the deepest directory's path is spelt whole");
+            assert_eq!(r.seen.iter().filter(|s| s.starts_with('>')).count(), levels + 1);
+            held.peak_bytes
+        };
+        let (shallow, deep) = (held(1000), held(3000));
+        assert!(deep < 4 * shallow, "1000 levels held {shallow} bytes, 3000 held {deep}");
+    }
+
+    /// Places compare as the keys they stand for (the ranks from the root
+    /// down, an ancestor before its subtree) without holding them.
+    #[test]
+    fn places_compare_as_their_rank_lists() {
+        fn slot(parent: Option<&Arc<Slot>>, rank: u32) -> Arc<Slot> {
+            Arc::new(Slot {
+                parent: parent.cloned(),
+                rank,
+                level: parent.map_or(0, |p| p.level + 1),
+                name: None,
+                depth: 0,
+                root: 0,
+                result: Mutex::new(None),
+            })
+        }
+        let mut all: Vec<(Vec<u32>, Arc<Slot>)> = Vec::new();
+        for r in 0..2 {
+            let root = slot(None, r);
+            all.push((vec![r], root.clone()));
+            for a in [1, 4] {
+                let s = slot(Some(&root), a);
+                all.push((vec![r, a], s.clone()));
+                for b in [0, 2, 3] {
+                    let t = slot(Some(&s), b);
+                    all.push((vec![r, a, b], t.clone()));
+                    all.push((vec![r, a, b, 7], slot(Some(&t), 7)));
+                }
+            }
+        }
+        for (ka, a) in &all {
+            for (kb, b) in &all {
+                assert_eq!(place_cmp(a, b), ka.cmp(kb), "{ka:?} vs {kb:?}");
+            }
+        }
+        // A chain far deeper than any stack frees without recursing.
+        let mut deep = slot(None, 0);
+        for _ in 0..1_000_000 {
+            deep = slot(Some(&deep), 0);
+        }
+        drop(deep);
     }
 }
