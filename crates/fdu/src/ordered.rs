@@ -158,26 +158,10 @@ impl EntryFilter for Ancestry {
         if !entry.is_dir() {
             return Decision::KEEP;
         }
-        let follow = settings.follow == Follow::All;
-        let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
-            Ok(m) => m,
-            Err(e) => {
-                scan.run.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));
-                return Decision::SKIP;
-            }
+        let Some(m) = scan.subdir_to_enter(entry) else {
+            return Decision::SKIP;
         };
-        if settings.one_file_system && m.dev != scan.root_dev.load(Relaxed) {
-            return Decision::SKIP;
-        }
-        if !scan.operands.counts(m.dev, m.ino) {
-            return Decision::SKIP;
-        }
-        if follow {
-            let mut seen = scan.dirs_seen.lock().unwrap_or_else(|e| e.into_inner());
-            if !seen.insert((m.dev, m.ino)) {
-                return Decision::SKIP;
-            }
-        } else {
+        if settings.follow != Follow::All {
             let here = state.and_then(|s| s.downcast_ref::<Chain>());
             if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), (m.dev, m.ino), c.ids_up())) {
                 return Decision::SKIP;

@@ -121,6 +121,39 @@ impl Scan {
         self.excludes.matches(path)
     }
 
+    /// A subdirectory's metadata when du enters it: it can be statted, is
+    /// on the operand's file system under `-x`, was not an earlier
+    /// operand, and, following links, was not entered before. What is
+    /// left to the caller is the cycle check without `-L` (each scan keeps
+    /// its ancestors its own way). Both scans decide with this, on the
+    /// reading threads.
+    pub(crate) fn subdir_to_enter(&self, entry: &RawEntry<'_>) -> Option<Metadata> {
+        let follow = self.run.settings.follow == Follow::All;
+        let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
+            Ok(m) => m,
+            Err(e) => {
+                self.run.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));
+                return None;
+            }
+        };
+        if self.run.settings.one_file_system && m.dev != self.root_dev.load(Relaxed) {
+            return None;
+        }
+        if !self.operands.counts(m.dev, m.ino) {
+            return None;
+        }
+        if follow
+            && !self
+                .dirs_seen
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert((m.dev, m.ino))
+        {
+            return None;
+        }
+        Some(m)
+    }
+
     /// Start operand `index`: false when an earlier operand already covered it.
     pub fn begin_operand(&self, index: usize, id: Option<(u64, u64)>) -> bool {
         self.operands.begin(index, id)
@@ -287,32 +320,12 @@ impl EntryFilter for DuFilter {
             node.list_file();
             return Decision::KEEP;
         }
-        let follow = settings.follow == Follow::All;
-        let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
-            Ok(m) => m,
-            Err(e) => {
-                scan.run.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));
-                return Decision::SKIP;
-            }
+        let Some(m) = scan.subdir_to_enter(entry) else {
+            return Decision::SKIP;
         };
-        if settings.one_file_system && m.dev != scan.root_dev.load(Relaxed) {
-            return Decision::SKIP;
-        }
-        if !scan.operands.counts(m.dev, m.ino) {
-            return Decision::SKIP;
-        }
         // A directory inside itself (a bind mount of an ancestor below it):
         // du leaves it out, silently. Following links, `dirs_seen` does.
-        if !follow && node.is_self_or_ancestor(m.dev, m.ino) {
-            return Decision::SKIP;
-        }
-        if follow
-            && !scan
-                .dirs_seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert((m.dev, m.ino))
-        {
+        if settings.follow != Follow::All && node.is_self_or_ancestor(m.dev, m.ino) {
             return Decision::SKIP;
         }
         node.list_subdir(entry.name, (m.dev, m.ino), scan.run.usage(&m), usage::detail(&m));
