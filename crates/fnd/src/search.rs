@@ -155,6 +155,24 @@ struct Printer<'a, W> {
 }
 
 impl<W> Printer<'_, W> {
+    /// What both the unordered and the ordered visit do first with a
+    /// chunk of `n` results: nothing for none, stop at the first with
+    /// `--quiet`, else how many are printed and whether that is the last
+    /// (`admit`); Err: the flow to return at once.
+    fn begin_chunk(&self, n: usize) -> Result<(usize, bool), Flow> {
+        if n == 0 {
+            return Err(Flow::Continue);
+        }
+        if self.shared.search.quiet {
+            self.shared.found.store(true, Ordering::Relaxed);
+            return Err(Flow::Stop);
+        }
+        match self.admit(n) {
+            (0, _) => Err(Flow::Stop),
+            admitted => Ok(admitted),
+        }
+    }
+
     /// Count `n` results: how many of them are within `--max-results`, and
     /// whether the limit is reached.
     fn admit(&self, n: usize) -> (usize, bool) {
@@ -175,19 +193,11 @@ fn emit_chunk<'e>(out: &mut impl Emit, prefix: &[u8], mut entries: impl Iterator
 
 impl<W: Emit + Send> Visitor for Printer<'_, W> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        let shared = self.shared;
-        let search = shared.search;
-        if chunk.is_empty() {
-            return Flow::Continue;
-        }
-        if search.quiet {
-            shared.found.store(true, Ordering::Relaxed);
-            return Flow::Stop;
-        }
-        let (allowed, last) = self.admit(chunk.len());
-        if allowed == 0 {
-            return Flow::Stop;
-        }
+        let search = self.shared.search;
+        let (allowed, last) = match self.begin_chunk(chunk.len()) {
+            Ok(admitted) => admitted,
+            Err(flow) => return flow,
+        };
         let after = if last { Flow::Stop } else { Flow::Continue };
         let out = &mut self.out;
         if let Some(key) = search.sort_by_metadata {
@@ -203,7 +213,8 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
                 kept <= allowed
             });
         }
-        match shared
+        match self
+            .shared
             .early
             .offer(chunk, |held| emit_chunk(out, held.prefix(), held.iter()))
         {
@@ -244,19 +255,11 @@ impl<W: Emit + Send> Visitor for Printer<'_, W> {
 /// directory's entries whole, in tree order.
 impl<W: Emit + Send> TreeVisitor for Printer<'_, W> {
     fn entries(&mut self, chunk: &ChunkBuf) -> Flow {
-        let shared = self.shared;
-        let search = shared.search;
-        if chunk.is_empty() {
-            return Flow::Continue;
-        }
-        if search.quiet {
-            shared.found.store(true, Ordering::Relaxed);
-            return Flow::Stop;
-        }
-        let (allowed, last) = self.admit(chunk.len());
-        if allowed == 0 {
-            return Flow::Stop;
-        }
+        let search = self.shared.search;
+        let (allowed, last) = match self.begin_chunk(chunk.len()) {
+            Ok(admitted) => admitted,
+            Err(flow) => return flow,
+        };
         let out = &mut self.out;
         let prefix = chunk.prefix();
         let printed = match search.sort_by_metadata {
