@@ -17,14 +17,19 @@
 //! Errors reading a directory go to `onerror` in the directory's place,
 //! as `os.walk` calls it for a directory it cannot list.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{Chunk, Error, ErrorKind, FileType, RawEntry, Sort, WalkBuilder};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
+// The maps below are keyed by paths the walk made, not by outside input,
+// and every directory passes through them once or twice on Python's
+// thread: SipHash was a fifth of that thread's time.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::errors::{os_error, report, walk_error};
 use crate::stream::{Batcher, Items, Stream};
@@ -40,19 +45,27 @@ enum Kind {
     Other,
 }
 
-/// One directory, read whole.
+/// One directory, read whole: its path and its entries' names end to end
+/// in one buffer, so that a directory costs the walking thread two
+/// allocations and Python's thread two frees.
 pub struct Listing {
-    dir: Box<[u8]>,
-    names: Vec<u8>,
-    ends: Vec<u32>,
-    kinds: Vec<Kind>,
+    bytes: Vec<u8>,
+    dir_len: usize,
+    /// Each name's end in `bytes`, and what `os.walk` makes of the entry.
+    names: Vec<(u32, Kind)>,
+    /// How many of them go to `dirnames`.
+    dirs: usize,
 }
 
 impl Listing {
+    fn dir(&self) -> &[u8] {
+        &self.bytes[..self.dir_len]
+    }
+
     fn entries(&self) -> impl Iterator<Item = (&[u8], Kind)> + '_ {
-        let mut start = 0;
-        self.ends.iter().zip(&self.kinds).map(move |(&end, &kind)| {
-            let name = &self.names[start..end as usize];
+        let mut start = self.dir_len;
+        self.names.iter().map(move |&(end, kind)| {
+            let name = &self.bytes[start..end as usize];
             start = end as usize;
             (name, kind)
         })
@@ -75,7 +88,7 @@ pub enum Piece {
 impl Piece {
     fn path(&self) -> &[u8] {
         match self {
-            Piece::Listing(l) => &l.dir,
+            Piece::Listing(l) => l.dir(),
             Piece::Error(e) => e.path().as_os_str().as_bytes(),
         }
     }
@@ -89,12 +102,17 @@ impl Items for Listings {
     type Item = Piece;
 
     fn chunk(&self, chunk: &mut Chunk<'_>) -> Piece {
+        let dir = chunk.parent_path().as_os_str().as_bytes();
+        // Sized once: growing the buffer name by name was most of this
+        // thread's time in malloc.
+        let names_len: usize = chunk.iter().map(|e| e.name_bytes().len()).sum();
         let mut listing = Listing {
-            dir: chunk.parent_path().as_os_str().as_bytes().into(),
-            names: Vec::new(),
-            ends: Vec::with_capacity(chunk.len()),
-            kinds: Vec::with_capacity(chunk.len()),
+            bytes: Vec::with_capacity(dir.len() + names_len),
+            dir_len: dir.len(),
+            names: Vec::with_capacity(chunk.len()),
+            dirs: 0,
         };
+        listing.bytes.extend_from_slice(dir);
         for entry in chunk.iter() {
             let kind = match entry.file_type() {
                 FileType::Dir => Kind::Dir,
@@ -113,9 +131,9 @@ impl Items for Listings {
                 }
                 _ => Kind::Other,
             };
-            listing.names.extend_from_slice(entry.name_bytes());
-            listing.ends.push(listing.names.len() as u32);
-            listing.kinds.push(kind);
+            listing.bytes.extend_from_slice(entry.name_bytes());
+            listing.names.push((listing.bytes.len() as u32, kind));
+            listing.dirs += usize::from(kind != Kind::Other);
         }
         Piece::Listing(listing)
     }
@@ -148,15 +166,16 @@ impl Pruned {
     }
 }
 
-/// `dir` joined with `name` as both `os.path.join` and the walk spell it.
-fn child_path(dir: &[u8], name: &[u8]) -> Box<[u8]> {
-    let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
+/// `dir` joined with `name` as both `os.path.join` and the walk spell it,
+/// written into `path` (one buffer serves every lookup).
+fn child_path<'a>(path: &'a mut Vec<u8>, dir: &[u8], name: &[u8]) -> &'a [u8] {
+    path.clear();
     path.extend_from_slice(dir);
     if !dir.ends_with(b"/") {
         path.push(b'/');
     }
     path.extend_from_slice(name);
-    path.into()
+    path
 }
 
 /// Is `path` `dir` or below it?
@@ -177,16 +196,30 @@ struct TopDown {
     /// The tuple given out last: its `dirnames`, as the caller left them,
     /// say where to go on.
     last: Option<(Listing, Py<PyList>)>,
+    /// The names put in that `dirnames`: while the list still holds these
+    /// very objects, nothing was pruned and no name need be encoded back.
+    given: Vec<Py<PyAny>>,
+    scratch: Vec<u8>,
 }
 
 impl TopDown {
-    fn expect(&mut self, path: Box<[u8]>) {
-        match self.early.remove(&path) {
+    fn expect(&mut self, path: &[u8]) {
+        match self.early.remove(path) {
             Some(piece) => self.ready.push_back(piece),
             None => {
-                self.expected.insert(path);
+                self.expected.insert(path.into());
             }
         }
+    }
+
+    /// Does `dirnames` still hold exactly the names given out, untouched?
+    fn untouched(&self, dirnames: &Bound<'_, PyList>) -> bool {
+        dirnames.len() == self.given.len()
+            && self.given.iter().enumerate().all(|(i, name)| {
+                // SAFETY: `dirnames` is a live list and `i` within it; the
+                // item is borrowed only to compare its address.
+                unsafe { ffi::PyList_GetItem(dirnames.as_ptr(), i as ffi::Py_ssize_t) == name.as_ptr() }
+            })
     }
 
     fn is_pruned(&self, path: &[u8]) -> bool {
@@ -221,34 +254,31 @@ impl TopDown {
         let Some((listing, dirnames)) = self.last.take() else {
             return Ok(());
         };
-        let kept: Vec<Vec<u8>> = dirnames.bind(py).iter().map(|n| encode(&n)).collect::<PyResult<_>>()?;
-        let walked: Vec<&[u8]> = listing.walked(follow).collect();
-        let all_kept = {
-            // The common case, nothing removed: no set needed.
-            let dirs: Vec<&[u8]> = listing
-                .entries()
-                .filter(|&(_, k)| k != Kind::Other)
-                .map(|(n, _)| n)
-                .collect();
-            dirs.len() == kept.len() && dirs.iter().zip(&kept).all(|(a, b)| *a == &b[..])
-        };
-        if all_kept {
-            for name in walked {
-                self.expect(child_path(&listing.dir, name));
+        let dirnames = dirnames.into_bound(py);
+        let untouched = self.untouched(&dirnames);
+        self.given.clear();
+        let mut path = std::mem::take(&mut self.scratch);
+        if untouched {
+            // The common case: every subdirectory kept.
+            for name in listing.walked(follow) {
+                self.expect(child_path(&mut path, listing.dir(), name));
             }
+            self.scratch = path;
             return Ok(());
         }
+        let kept: Vec<Vec<u8>> = dirnames.iter().map(|n| encode(&n)).collect::<PyResult<_>>()?;
         let kept: HashSet<&[u8]> = kept.iter().map(|n| &n[..]).collect();
-        for name in walked {
-            let path = child_path(&listing.dir, name);
+        for name in listing.walked(follow) {
+            let path = child_path(&mut path, listing.dir(), name);
             if kept.contains(name) {
                 self.expect(path);
             } else {
-                pruner.add(&path);
-                self.early.retain(|p, _| !within(p, &path));
-                self.pruned.insert(path);
+                pruner.add(path);
+                self.early.retain(|p, _| !within(p, path));
+                self.pruned.insert(path.into());
             }
         }
+        self.scratch = path;
         Ok(())
     }
 
@@ -271,7 +301,7 @@ impl BottomUp {
     fn take(&mut self, piece: Piece, root: &[u8], follow: bool) {
         match piece {
             Piece::Listing(listing) => {
-                let dir = listing.dir.clone();
+                let dir: Box<[u8]> = listing.dir().into();
                 let children = listing.walked(follow).count() as i64;
                 let node = self.waiting.entry(dir.clone()).or_default();
                 node.1 += children;
@@ -417,25 +447,55 @@ impl WalkIter {
     }
 
     fn tuple(&mut self, py: Python<'_>, listing: Listing) -> PyResult<Py<PyTuple>> {
-        let dirpath = decode(py, &listing.dir, self.spelling)?;
-        let mut dirs = Vec::new();
-        let mut files = Vec::with_capacity(listing.ends.len());
+        let dirpath = decode(py, listing.dir(), self.spelling)?;
+        // Both lists made at their final size and filled in place: no
+        // vector of names in between.
+        let dirnames = new_list(py, listing.dirs)?;
+        let filenames = new_list(py, listing.names.len() - listing.dirs)?;
+        let mut given = match &mut self.order {
+            Order::TopDown(order) => {
+                // Emptied here too: a tuple a decoding error abandoned
+                // leaves names behind.
+                order.given.clear();
+                Some(&mut order.given)
+            }
+            Order::BottomUp(_) => None,
+        };
+        let (mut dirs, mut files) = (0, 0);
         for (name, kind) in listing.entries() {
             let name = decode(py, name, self.spelling)?;
             if kind == Kind::Other {
-                files.push(name);
+                set_item(&filenames, files, name);
+                files += 1;
             } else {
-                dirs.push(name);
+                if let Some(given) = given.as_mut() {
+                    given.push(name.clone().unbind());
+                }
+                set_item(&dirnames, dirs, name);
+                dirs += 1;
             }
         }
-        let dirnames = PyList::new(py, dirs)?;
-        let filenames = PyList::new(py, files)?;
         let tuple = PyTuple::new(py, [dirpath, dirnames.clone().into_any(), filenames.into_any()])?;
         if let Order::TopDown(order) = &mut self.order {
             order.last = Some((listing, dirnames.unbind()));
         }
         Ok(tuple.unbind())
     }
+}
+
+/// A list of `len` empty slots, each to be filled once by [`set_item`]
+/// (one a decoding error leaves empty is freed with the list).
+fn new_list(py: Python<'_>, len: usize) -> PyResult<Bound<'_, PyList>> {
+    // SAFETY: PyList_New returns a new reference, or NULL with an exception set.
+    let list = unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyList_New(len as ffi::Py_ssize_t))? };
+    // SAFETY: PyList_New made a list.
+    Ok(unsafe { list.downcast_into_unchecked() })
+}
+
+fn set_item(list: &Bound<'_, PyList>, index: usize, item: Bound<'_, PyAny>) {
+    // SAFETY: `index` is within the list (made by `new_list` at its final
+    // size) and its slot still empty; PyList_SetItem takes `item`'s reference.
+    unsafe { ffi::PyList_SetItem(list.as_ptr(), index as ffi::Py_ssize_t, item.into_ptr()) };
 }
 
 /// `walk(top, topdown=True, onerror=None, followlinks=False)`.
