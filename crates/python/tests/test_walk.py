@@ -224,3 +224,16 @@ def test_abandoned_walk_stops(tree):
     next(it)
     it.close()
     assert list(it) == []
+
+
+def test_a_directory_the_engine_could_split_is_one_tuple(tmp_path):
+    # fnd's engine reads a big ext4 directory (over 1 MiB, past 4096 entries)
+    # in parts on several threads; a tuple needs the directory whole.
+    big = tmp_path / "big"
+    big.mkdir()
+    names = {"%05d-%s" % (i, "n" * 60) for i in range(20000)}
+    for name in names:
+        (big / name).touch()
+    tuples = [t for t in fnd_walk.walk(str(tmp_path), threads=4) if t[0] == str(big)]
+    assert len(tuples) == 1
+    assert set(tuples[0][2]) == names
