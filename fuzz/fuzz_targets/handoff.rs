@@ -1,6 +1,8 @@
 //! A directory handed over by another rank of an MPI job, as its bytes:
-//! whatever they are, taking it into a walk accepts it or refuses it with
-//! a reason, never panics. Its path is checked against the walk's roots,
+//! whatever they are, decoding gives a directory or an error (never a
+//! panic, never an allocation larger than the input allows), a decoded
+//! directory encodes back to the same bytes, and taking it into a walk
+//! accepts it or refuses it with a reason, never panics. Its path is checked against the walk's roots,
 //! its chain of ancestors against its depth, and its parent's filter
 //! state is imported: by a chain of two filters (whose encoding splits the
 //! state in two) over the ignore rules, which rebuild the state from the
@@ -12,7 +14,6 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use fnd_mpi::codec::PendingDir;
 use fnd_walk::ignore::IgnoreBuilder;
 use fnd_walk::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry, WalkBuilder};
 use libfuzzer_sys::fuzz_target;
@@ -73,15 +74,16 @@ fuzz_target!(|data: &[u8]| {
     };
     let (root, walks) = walks();
     let walk = &walks[usize::from(mode & 3)];
+    if let Some(again) = fnd_walk::fuzzing::reencode(bytes) {
+        assert_eq!(again, bytes, "a handed-over directory with two encodings");
+    }
     let rebased;
     let bytes = if mode & 4 != 0 {
         // Under the tree's root: the fuzzed path is what follows it.
-        let Ok(mut d) = PendingDir::decode(bytes) else { return };
-        let mut path = root.as_os_str().as_encoded_bytes().to_vec();
-        path.push(b'/');
-        path.extend_from_slice(&d.path);
-        d.path = path;
-        rebased = d.encode();
+        let Some(under) = fnd_walk::fuzzing::under(root.as_os_str().as_encoded_bytes(), bytes) else {
+            return;
+        };
+        rebased = under;
         &rebased[..]
     } else {
         bytes

@@ -4,36 +4,14 @@
 //! and tests reach the parsers and the tree the way the command uses them.
 //! It is not a stable API: to walk trees from Rust, use `fnd-walk`.
 //!
-//! The modules, bottom first (each uses only those above it in this list;
-//! `tests/layers.rs` checks it):
-//! - [`interrupt`]: what a signal that ends fdu undoes first (a temporary
-//!   file of `-o`, the progress line);
-//! - plain data and leaf helpers: [`settings`] (what a run is asked to do),
-//!   [`messages`] (stderr), [`tree`] (the scanned tree), [`json_stream`]
-//!   (JSON events at any depth), [`exclude`], [`operands`], [`progress`],
-//!   [`getopt`] (the command line read as du's `getopt_long` reads it);
-//! - [`usage`] (what an entry counts for), [`output`] (stdout),
-//!   [`groups`] (`--by`: an entry's group, and the groups' tallies),
-//!   [`exports`] (saved scans read entry by entry);
-//! - [`format`](mod@format) (how sizes and times are spelled), [`wire`]
-//!   (the messages between the ranks of an MPI job);
-//! - the faces: [`cli`] (command line → settings), [`view`] (`--tree`),
-//!   [`json`] (`--json`, `--from-json`), [`run`](mod@run) (what one run shares:
-//!   settings, du's lines, totals);
-//! - [`ncdu`]: an export in ncdu's format (`-f`), read and replayed as du's
-//!   lines; [`command`]: the steps one process and the ranks of an MPI job
-//!   share (operands, bad usage, the total line); [`report`]: `--by`'s
-//!   lines;
-//! - [`node`]: one directory's totals and its completion;
-//! - [`hardlinks`]: which link of a file counts; [`relay`]: subtrees read
-//!   by other ranks of an MPI job, and their totals coming back;
-//! - [`scan`]: the walk that feeds them; [`export`]: the walk that writes
-//!   ncdu's export format (`-o`); [`tally`]: the walk of `--by`;
-//! - `ranks` (feature `mpi`): the whole command as one rank of an MPI job;
-//!   [`browse`]: `-i`, the scanned tree in a full-screen browser; [`diff`]:
-//!   `--diff`, two scans compared (one may be live); [`ordered`]: du's
-//!   lines in du's own order, from the walk's ordered mode (one consumer
-//!   adds up what every core read).
+//! It owns du's command line and its rules (what an entry counts for,
+//! which hard link counts, du's lines and their order) and the tree of a
+//! scan that its views (`--tree`, `--json`, `-i`, `--by`, `--diff`)
+//! read, over the walk (`fnd-walk`).
+//!
+//! The modules are layers, each using only those below it; the
+//! workspace's ARCHITECTURE.md lists them, bottom first, and
+//! `tests/layers.rs` checks every import against that list.
 
 pub mod browse;
 pub mod cli;

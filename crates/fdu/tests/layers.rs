@@ -1,33 +1,7 @@
-//! fdu's modules import only downwards: plain settings and the tree model
-//! at the bottom, the faces (command line, views, JSON) over the
-//! formatting, the per-directory totals over those, and the walk on top.
-
-use std::path::Path;
+//! The crate's modules import only downwards, in the layers the
+//! workspace's ARCHITECTURE.md lists for it (its one list of them).
 
 #[test]
 fn modules_import_only_downwards() {
-    fnd_test_support::layers::assert_layered(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        &[
-            &["interrupt"],
-            &[
-                "settings",
-                "messages",
-                "tree",
-                "json_stream",
-                "exclude",
-                "operands",
-                "progress",
-                "getopt",
-            ],
-            &["usage", "output", "groups", "exports"],
-            &["format", "wire"],
-            &["cli", "view", "json", "run"],
-            &["ncdu", "command", "report"],
-            &["node"],
-            &["hardlinks", "relay"],
-            &["scan", "export", "tally"],
-            &["ranks", "browse", "diff", "ordered"],
-        ],
-    );
+    fnd_test_support::layers::assert_crate_layered(env!("CARGO_MANIFEST_DIR"), env!("CARGO_PKG_NAME"));
 }

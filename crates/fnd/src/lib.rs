@@ -5,31 +5,13 @@
 //! the way the command uses them. It is not a stable API: to walk trees
 //! from Rust, use `fnd-walk`.
 //!
-//! The modules are in layers, each using only those below it (checked by
-//! `tests/layers.rs`), in the order results travel:
-//! 1. `escape`, `found`, `paths`: terminal escaping; what a result is to
-//!    everything after the search ([`found::Found`]) and where results go
-//!    ([`found::Emit`]); how paths are spelt.
-//! 2. `error`: fd's error messages and exit codes.
-//! 3. `pattern`, `filter`: what a name must look like; what an entry must
-//!    be (type, size, time, owner).
-//! 4. `select`, `early`: the two together, judged on one entry
-//!    ([`select::Selection`]); fd's first 100 ms of sorted results.
-//! 5. `search`: the walk that judges entries and hands results on.
-//! 6. `named`: which names of an index's name table a pattern matches,
-//!    each judged once.
-//! 7. `indexed`: the same judging and handing on, over an index of the
-//!    tree instead of the tree (`--indexed`); building indexes.
-//! 8. `format`, `color`, `hyperlink`: how one result looks.
-//! 9. `json`: one result as a `--json` record.
-//! 10. `listing`, `exec`: printing results; running commands on them.
-//! 11. `forward` (feature `mpi`): a rank's output on its way to rank 0.
-//! 12. `results`: the sink, one writer per thread, bytes to one descriptor
-//!     (or, under MPI, to rank 0).
-//! 13. `cli`: the command line, parsed.
-//! 14. `config`, `generate`: parsed options turned into a search and a
-//!     sink; completions and the man page.
-//! 15. `ranks` (feature `mpi`): the whole command as one rank of an MPI job.
+//! It owns fd's command line and what fd does with a result: which entries
+//! match, how a result looks, where it is written or which command it
+//! runs, over the walk (`fnd-walk`) or over an index (`fnd-index`).
+//!
+//! The modules are layers, each using only those below it; the
+//! workspace's ARCHITECTURE.md lists them, bottom first, and
+//! `tests/layers.rs` checks every import against that list.
 //!
 //! [`run`] puts them together: options → config → search → sink.
 

@@ -5,16 +5,12 @@
 //! read into memory from files no other user can write, and brought up to
 //! date with one `stat` per directory.
 //!
-//! The modules are in layers, each using only those below it (checked by
-//! `tests/layers.rs`):
-//! 1. `format`: the file's bytes, written ([`format::IndexWriter`]) and
-//!    checked and read ([`format::Index`]); a damaged file, or one with a
-//!    name that is not a file name, is an error (its parts, in `format/`:
-//!    the checksum, the names, the writer, the reader).
-//! 2. `build`: the walk's listings of a tree, written as an index.
-//! 3. `refresh`, `store`: an index brought up to date; where indexes live,
-//!    how they are replaced, and read (whole, and only when no other user
-//!    could have written them).
+//! The crate owns the index file (its format, its build, its refresh, where
+//! it is stored); `fnd` searches it (`--indexed`).
+//!
+//! The modules are layers, each using only those below it; the
+//! workspace's ARCHITECTURE.md lists them, bottom first, and
+//! `tests/layers.rs` checks every import against that list.
 //!
 //! ```
 //! use fnd_index::{build, format::Index, refresh, store};

@@ -13,6 +13,11 @@
 //! - [`json`]: a JSON string's escapes and base64, for records written
 //!   field by field.
 //!
+//! The crate owns only how bytes reach a descriptor; what a record says is
+//! its user's. The modules are layers, each using only those below it; the
+//! workspace's ARCHITECTURE.md lists them, bottom first, and
+//! `tests/layers.rs` checks every import against that list.
+//!
 //! ```
 //! use fnd_output::{Buffer, Writer};
 //!

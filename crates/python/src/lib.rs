@@ -1,14 +1,12 @@
 //! `fnd_walk` for Python: fnd's engine behind `os.walk`'s interface, a
 //! streaming scan, fnd's search and fdu's total.
 //!
-//! The modules are layers, each using only those below it (checked by
-//! `tests/layers.rs`), bottom first:
-//! 1. `text` (paths between bytes and Python's `str`/`bytes`);
-//! 2. `errors` (the walk's errors as `OSError`s);
-//! 3. `stream` (a walk on background threads, its results in batches to
-//!    Python's thread, without the GIL, Ctrl-C heard);
-//! 4. the functions: `walk` (`os.walk`'s tuples), `scan` (entries),
-//!    `find` (fnd's search), `usage` (fdu's total).
+//! The crate owns the Python interface only: the walking, the search and
+//! the counting are `fnd-walk`'s, `fnd`'s and `fdu`'s.
+//!
+//! The modules are layers, each using only those below it; the
+//! workspace's ARCHITECTURE.md lists them, bottom first, and
+//! `tests/layers.rs` checks every import against that list.
 
 mod errors;
 mod find;

@@ -1,12 +1,7 @@
-//! The package's modules import only downwards: paths, then errors, at the
-//! bottom, the stream of batches over them, the four functions on top.
-
-use std::path::Path;
+//! The crate's modules import only downwards, in the layers the
+//! workspace's ARCHITECTURE.md lists for it (its one list of them).
 
 #[test]
 fn modules_import_only_downwards() {
-    fnd_test_support::layers::assert_layered(
-        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")),
-        &[&["text"], &["errors"], &["stream"], &["walk", "scan", "find", "usage"]],
-    );
+    fnd_test_support::layers::assert_crate_layered(env!("CARGO_MANIFEST_DIR"), env!("CARGO_PKG_NAME"));
 }

@@ -86,29 +86,12 @@
 //!
 //! # Inside
 //!
-//! The modules form layers, each using only those below it (the crate's
-//! README draws them, and `tests/layers.rs` checks the imports):
-//!
-//! 1. system calls: `dirent` (`getdents64` records), `mounts` (may a
-//!    listing stop where a record marks its end), `open` (`openat`, long
-//!    paths), [`meta`] (types and stat calls), [`error`]; [`remove`]
-//!    (deleting a tree through descriptors, with no symlink followed);
-//! 2. the filter contract: [`filter`];
-//! 3. descriptors: `budget` (how many stay open), `dir` (how a directory is
-//!    opened and how long its descriptor lives);
-//! 4. what a visitor gets and what a walk is: [`entry`] ([`Chunk`],
-//!    [`ChunkBuf`], [`EntryRef`], [`Entry`]), `visit` ([`Visitor`],
-//!    [`Flow`]), `settings` (the resolved options, the stop flag);
-//! 5. reading one directory: `io` (do reads wait?), `split` (one huge
-//!    directory in parts), `read` (one directory → chunks);
-//! 6. who reads what next: `schedule` (the serial orders, the thread pool,
-//!    and the seam where a scheduler spanning processes plugs in);
-//!    `ordered` (every core reads, results released in tree order within
-//!    a window of memory);
-//! 7. the public face: `hooks` and [`ignore`] (filters), `builder`
-//!    ([`WalkBuilder`]), `iter` ([`Walk`], [`Chunks`]), `walker` ([`Walker`]:
-//!    a walk run here, [`Alone`], or over the ranks of an MPI job), and
-//!    with the feature `mpi`, `ranks` (one walk over the ranks of an MPI job).
+//! The crate owns the reading of a tree, from `getdents64` to the chunks a
+//! visitor is lent, the orders and schedulers over it, the filters, and
+//! the bytes of a directory handed to another process (which `fnd-mpi`
+//! carries without reading them). Its modules form layers, each using only
+//! those below it; the workspace's ARCHITECTURE.md lists them, bottom
+//! first, and `tests/layers.rs` checks every import against that list.
 
 mod budget;
 mod builder;

@@ -117,7 +117,7 @@ impl Handoff {
         let not_under = "a directory that does not lie under its root";
         let below = self.path.strip_prefix(&*root.prefix).ok_or(not_under)?;
         let names: Vec<&[u8]> = below.split(|&b| b == b'/').collect();
-        if names.len() != self.depth || names.iter().any(|n| n.is_empty() || *n == b"." || *n == b"..") {
+        if names.len() != self.depth || !names.iter().all(|n| crate::entry::is_file_name(n)) {
             return Err(not_under.into());
         }
         if !self.ancestors.is_empty() && self.ancestors.len() != self.depth - 1 {
@@ -204,33 +204,279 @@ enum Refusal {
     Failed(Errno),
 }
 
-/// The bytes of a handoff: `fnd_mpi::codec::PendingDir`'s encoding, the
-/// one every process of a walk speaks (checked field by field, fuzzed).
+/// The bytes of a handoff, the one encoding every process of a walk
+/// speaks: the walk's own, so that the transport (`fnd-mpi`) carries them
+/// as an opaque work item and knows nothing of directories.
+///
+/// Fields in order: root (`u32`), path (a `u32` length, then the bytes),
+/// depth (`u32`), follow (a byte, 0 or 1), the root's device and inode
+/// (`u64`s), the number of ancestors (`u32`) and each one's device and
+/// inode, then the filter state (a byte, 0 for none, or 1 then a `u32`
+/// length and the bytes). Integers are little endian.
+///
+/// The bytes come from another process and are trusted in nothing:
+/// decoding checks every length against what is left before it
+/// allocates, refuses a NUL in the path, a flag that is neither 0 nor 1
+/// and trailing bytes, and so each handoff has one encoding
+/// (`decode(encode(h)) == h`, and `encode(decode(b)) == b` whenever
+/// `decode(b)` succeeds). Whether the directory belongs to the walk (its
+/// root, its names below the root, its chain) is
+/// [`into_job`](Handoff::into_job)'s to judge. Fuzzed (`fuzz/`, `handoff`).
 impl Handoff {
     #[cfg_attr(not(any(test, feature = "mpi")), allow(dead_code))] // for the MPI scheduler
     pub(crate) fn encode(&self) -> Vec<u8> {
-        fnd_mpi::codec::PendingDir {
-            root: u32::try_from(self.root).expect("fewer than 2^32 roots"),
-            path: self.path.clone(),
-            depth: u32::try_from(self.depth).expect("a depth below 2^32"),
-            follow: self.follow,
-            root_id: self.root_id,
-            ancestors: self.ancestors.clone(),
-            filter_state: self.filter_state.clone(),
+        let state_len = self.filter_state.as_ref().map_or(0, |s| 4 + s.len());
+        let mut buf =
+            Vec::with_capacity(4 + 4 + self.path.len() + 4 + 1 + 16 + 4 + 16 * self.ancestors.len() + 1 + state_len);
+        let u32_of = |n: usize, what| u32::try_from(n).expect(what);
+        buf.extend_from_slice(&u32_of(self.root, "fewer than 2^32 roots").to_le_bytes());
+        put_bytes(&mut buf, &self.path);
+        buf.extend_from_slice(&u32_of(self.depth, "a depth below 2^32").to_le_bytes());
+        buf.push(u8::from(self.follow));
+        buf.extend_from_slice(&self.root_id.0.to_le_bytes());
+        buf.extend_from_slice(&self.root_id.1.to_le_bytes());
+        buf.extend_from_slice(&u32_of(self.ancestors.len(), "fewer than 2^32 ancestors").to_le_bytes());
+        for &(dev, ino) in &self.ancestors {
+            buf.extend_from_slice(&dev.to_le_bytes());
+            buf.extend_from_slice(&ino.to_le_bytes());
         }
-        .encode()
+        match &self.filter_state {
+            None => buf.push(0),
+            Some(state) => {
+                buf.push(1);
+                put_bytes(&mut buf, state);
+            }
+        }
+        buf
     }
 
-    pub(crate) fn decode(bytes: &[u8]) -> Result<Handoff, fnd_mpi::codec::DecodeError> {
-        let d = fnd_mpi::codec::PendingDir::decode(bytes)?;
+    /// Reads what [`encode`](Handoff::encode) wrote (see above for what is
+    /// checked).
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Handoff, DecodeError> {
+        let mut r = Fields { buf: bytes, at: 0 };
+        let root = r.u32()? as usize;
+        let path = r.bytes()?.to_vec();
+        // The path as the sending walk spelt it (from the root given, so
+        // `..` may be part of it): any bytes but NUL, which no path holds.
+        if path.contains(&0) {
+            return Err(r.error("a path with a NUL byte"));
+        }
+        let depth = r.u32()? as usize;
+        let follow = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(r.error("follow flag neither 0 nor 1")),
+        };
+        let root_id = (r.u64()?, r.u64()?);
+        let n = r.count(16)?;
+        let mut ancestors = Vec::with_capacity(n);
+        for _ in 0..n {
+            ancestors.push((r.u64()?, r.u64()?));
+        }
+        let filter_state = match r.u8()? {
+            0 => None,
+            1 => Some(r.bytes()?.to_vec()),
+            _ => return Err(r.error("filter state neither absent nor present")),
+        };
+        if r.at != bytes.len() {
+            return Err(r.error("trailing bytes"));
+        }
         Ok(Handoff {
-            root: d.root as usize,
-            path: d.path,
-            depth: d.depth as usize,
-            follow: d.follow,
-            root_id: d.root_id,
-            ancestors: d.ancestors,
-            filter_state: d.filter_state,
+            root,
+            path,
+            depth,
+            follow,
+            root_id,
+            ancestors,
+            filter_state,
         })
+    }
+}
+
+/// A byte string: its length as a `u32`, then the bytes.
+fn put_bytes(buf: &mut Vec<u8>, bytes: &[u8]) {
+    let len = u32::try_from(bytes.len()).expect("a field shorter than 4 GiB");
+    buf.extend_from_slice(&len.to_le_bytes());
+    buf.extend_from_slice(bytes);
+}
+
+/// Why bytes are not a handoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DecodeError {
+    /// What was wrong, in a few words.
+    pub(crate) what: &'static str,
+    /// The offset in the bytes where it was found.
+    pub(crate) at: usize,
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at byte {}", self.what, self.at)
+    }
+}
+
+/// The fields of a handoff's bytes, each checked against what is left.
+struct Fields<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Fields<'a> {
+    fn error(&self, what: &'static str) -> DecodeError {
+        DecodeError { what, at: self.at }
+    }
+
+    fn take<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], DecodeError> {
+        let field = self.buf[self.at..].first_chunk::<N>().ok_or_else(|| self.error(what))?;
+        self.at += N;
+        Ok(*field)
+    }
+
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take::<1>("truncated byte")?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.take("truncated u32").map(u32::from_le_bytes)
+    }
+
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.take("truncated u64").map(u64::from_le_bytes)
+    }
+
+    fn bytes(&mut self) -> Result<&'a [u8], DecodeError> {
+        let len = self.u32()? as usize;
+        let rest = &self.buf[self.at..];
+        let field = rest
+            .get(..len)
+            .ok_or_else(|| self.error("byte string longer than the message"))?;
+        self.at += len;
+        Ok(field)
+    }
+
+    /// A count of things of `size` bytes each, checked against what is
+    /// left, so that a corrupted count cannot make the decoder allocate
+    /// more than the bytes could hold.
+    fn count(&mut self, size: usize) -> Result<usize, DecodeError> {
+        let n = self.u32()? as usize;
+        if n.saturating_mul(size) > self.buf.len() - self.at {
+            return Err(self.error("count larger than the message could hold"));
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Handoff {
+        Handoff {
+            root: 2,
+            path: b"a/\xffb".to_vec(),
+            depth: 3,
+            follow: true,
+            root_id: (1, 2),
+            ancestors: vec![(1, 2), (1, 7), (u64::MAX, 0)],
+            filter_state: Some(b"\x01state".to_vec()),
+        }
+    }
+
+    #[test]
+    fn a_handoff_round_trips_and_damage_is_an_error() {
+        let d = sample();
+        let empty = Handoff {
+            root: 0,
+            path: Vec::new(),
+            depth: 0,
+            follow: false,
+            root_id: (0, 0),
+            ancestors: Vec::new(),
+            filter_state: None,
+        };
+        for d in [
+            d.clone(),
+            Handoff {
+                filter_state: None,
+                ..d.clone()
+            },
+            Handoff {
+                filter_state: Some(Vec::new()),
+                ..d.clone()
+            },
+            empty,
+        ] {
+            let b = d.encode();
+            assert_eq!(Handoff::decode(&b).unwrap(), d);
+            for cut in 0..b.len() {
+                assert!(Handoff::decode(&b[..cut]).is_err(), "{d:?} cut at {cut}");
+            }
+            let mut longer = b.clone();
+            longer.push(0);
+            assert_eq!(Handoff::decode(&longer).unwrap_err().what, "trailing bytes");
+        }
+    }
+
+    #[test]
+    fn nonsense_fields_are_refused() {
+        let d = sample();
+        let b = d.encode();
+        let nul = Handoff {
+            path: b"a/\0/b".to_vec(),
+            ..d.clone()
+        };
+        assert_eq!(
+            Handoff::decode(&nul.encode()).unwrap_err().what,
+            "a path with a NUL byte"
+        );
+        let follow_at = 4 + 4 + d.path.len() + 4;
+        let mut bad = b.clone();
+        bad[follow_at] = 2;
+        assert_eq!(Handoff::decode(&bad).unwrap_err().what, "follow flag neither 0 nor 1");
+        let mut bad = b.clone();
+        bad[follow_at + 1 + 16 + 4 + 16 * 3] = 2;
+        assert_eq!(
+            Handoff::decode(&bad).unwrap_err().what,
+            "filter state neither absent nor present"
+        );
+        // 2^32-1 ancestors in a few bytes: refused before anything is allocated.
+        let mut bad = b.clone();
+        bad[follow_at + 1 + 16..][..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            Handoff::decode(&bad).unwrap_err().what,
+            "count larger than the message could hold"
+        );
+        // A path longer than the bytes.
+        let mut bad = b.clone();
+        bad[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(
+            Handoff::decode(&bad).unwrap_err().what,
+            "byte string longer than the message"
+        );
+    }
+
+    #[test]
+    fn the_encoding_is_the_one_other_ranks_speak() {
+        // The bytes of a fixed handoff: a change here breaks a job whose
+        // ranks run different builds, and must be meant.
+        let d = Handoff {
+            root: 1,
+            path: b"r/a".to_vec(),
+            depth: 1,
+            follow: false,
+            root_id: (2, 3),
+            ancestors: vec![(4, 5)],
+            filter_state: Some(b"s".to_vec()),
+        };
+        let mut want = vec![1, 0, 0, 0, 3, 0, 0, 0, b'r', b'/', b'a', 1, 0, 0, 0, 0];
+        for n in [2u64, 3] {
+            want.extend_from_slice(&n.to_le_bytes());
+        }
+        want.extend_from_slice(&[1, 0, 0, 0]);
+        for n in [4u64, 5] {
+            want.extend_from_slice(&n.to_le_bytes());
+        }
+        want.extend_from_slice(&[1, 1, 0, 0, 0, b's']);
+        assert_eq!(d.encode(), want);
     }
 }

@@ -16,7 +16,7 @@
 //! waits until then, for work that may still come.
 //!
 //! Nothing crosses ranks per entry: a steal moves up to thousands of
-//! directories in one message (`PendingDir`'s encoding), and what the
+//! directories in one message (`Handoff`'s encoding), and what the
 //! visitors print is theirs to send.
 
 use std::os::unix::ffi::OsStrExt;
