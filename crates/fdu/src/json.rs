@@ -113,6 +113,9 @@ pub struct Stream {
     spilled: u64,
     /// A temporary file could not be made or written: stay in memory.
     no_spill: bool,
+    /// A size could not be written into the temporary file: the root's
+    /// document is wrong, and the run fails.
+    lost: bool,
     /// [`SPILL_AT`], smaller in tests.
     spill_at: usize,
     /// Where the size of each open directory goes, in the document.
@@ -132,6 +135,7 @@ impl Stream {
             spill: None,
             spilled: 0,
             no_spill: false,
+            lost: false,
             spill_at: SPILL_AT,
             rooms: Vec::new(),
             pending: None,
@@ -173,8 +177,8 @@ impl Stream {
             None => {
                 let spill = self.spill.as_ref().expect("spilled bytes are in the file");
                 if spill.write_all_at(digits.as_bytes(), at).is_err() {
-                    // Read back, the file then gives a size of nothing
-                    // at all: said when it is read back.
+                    // Said when the root goes out.
+                    self.lost = true;
                     self.no_spill = true;
                 }
             }
@@ -269,8 +273,8 @@ impl Stream {
         self.fresh = true;
         self.rooms.clear();
         self.pending = None;
-        if result.is_ok() && self.no_spill && self.spill.is_some() {
-            result = Err(io::Error::other("a temporary file could not be written"));
+        if result.is_ok() && std::mem::take(&mut self.lost) {
+            result = Err(io::Error::other("a size could not be written into it"));
         }
         result
     }
