@@ -79,6 +79,7 @@ pub fn command() -> Command {
         .arg(Arg::new("from-json").long("from-json").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read a tree written by --json (- for stdin) instead of scanning"))
         .arg(Arg::new("output-file").short('o').long("output-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Write the tree in ncdu's export format (for ncdu -f, gdu -f, fdu -f; - for stdout) instead of du's lines"))
         .arg(Arg::new("input-file").short('f').long("input-file").value_name("FILE").value_parser(clap::value_parser!(OsString)).help("Read an export in ncdu's format (ncdu -o, gdu -o; - for stdin) instead of scanning"))
+        .arg(flag("extended").short('e').long("extended").help("With -o: also write each entry's owner, group, mode and modification time, as ncdu -e does (what fdu --by -f reads)"))
         .arg(flag("interactive").short('i').long("interactive").help("Browse the scanned tree in the terminal, as ncdu does: arrows to move, d to delete, ? for the keys"))
         .arg(flag("no-progress").long("no-progress").help("Never show the progress line on stderr"))
         .arg(value("by").long("by").value_name("KEY[,KEY]").help("Disk usage, apparent size and entry count per group instead of du's lines, largest first; KEY: user, group, ext, type, age (of the time --time picks: mtime, or atime, ctime)"))
@@ -561,6 +562,9 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
         "dereference",
         "dereference-args",
     ];
+    if flag("extended") && !given(m, "output-file") {
+        return Err(usage("--extended says what -o writes: it goes with -o FILE"));
+    }
     if given(m, "input-file") {
         if let Some(other) = first_given(m, |id| EXPORT_REFUSES.contains(&id)) {
             return Err(usage(format!(
@@ -608,6 +612,7 @@ fn settings(m: &ArgMatches, args: &[String]) -> Result<Settings, UsageError> {
         from_json: m.get_one::<OsString>("from-json").map(|s| s.as_bytes().to_vec()),
         input_file: m.get_one::<OsString>("input-file").map(|s| s.as_bytes().to_vec()),
         export_file: m.get_one::<OsString>("output-file").map(|s| s.as_bytes().to_vec()),
+        extended: flag("extended"),
         progress: !flag("no-progress"),
         browse: flag("interactive"),
         by: match last(m, "by") {

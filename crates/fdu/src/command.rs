@@ -190,7 +190,9 @@ pub fn finish_views(run: &Run) {
     let settings = &run.settings;
     let trees = run.take_trees();
     let mut out = Vec::new();
-    if settings.json {
+    if let Some(mut json) = run.json() {
+        json.finish(&mut |text| run.out.write(text));
+    } else if settings.json {
         crate::json::write(&trees, settings.measure, &mut out);
     }
     if let Some(t) = &settings.tree {

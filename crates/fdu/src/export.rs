@@ -9,7 +9,9 @@
 //! results read ahead. `-x` (a directory on another file system is
 //! written, marked `otherfs`, and not entered) and `--exclude` are decided
 //! once, on the reading threads. A directory that cannot be read is
-//! written with `read_error`, and reported as du reports it.
+//! written with `read_error`, and reported as du reports it. With `-e`,
+//! each entry also has its `uid`, `gid` and `mode`, as ncdu's extended
+//! mode writes them (`mtime` is written either way), for `--by -f`.
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -38,6 +40,9 @@ struct Meta {
     ino: u64,
     nlink: u64,
     mtime: i64,
+    uid: u32,
+    gid: u32,
+    mode: u32,
     is_dir: bool,
     /// Neither a regular file nor a directory (ncdu's `notreg`).
     not_regular: bool,
@@ -54,6 +59,9 @@ impl Meta {
             ino: m.ino,
             nlink: m.nlink,
             mtime: m.mtime,
+            uid: m.uid,
+            gid: m.gid,
+            mode: m.mode,
             is_dir: ft.is_dir(),
             not_regular: !ft.is_file() && !ft.is_dir(),
         }
@@ -113,6 +121,8 @@ struct Export<'o> {
     /// it changes).
     devs: Vec<u64>,
     one_file_system: bool,
+    /// `-e`: owners and modes too.
+    extended: bool,
     root_dev: u64,
     complete: bool,
     failed: Option<std::io::Error>,
@@ -128,9 +138,10 @@ impl Export<'_> {
         let Some(item) = self.pending.take() else { return };
         let parent_dev = self.devs.last().copied();
         let dev = item.meta.map_or(parent_dev.unwrap_or(0), |m| m.dev);
+        let extended = self.extended;
         let mut w = self.writer();
         w.begin_array();
-        entry(&mut w, &item, parent_dev);
+        entry(&mut w, &item, parent_dev, extended);
         self.fresh = w.fresh();
         self.devs.push(dev);
     }
@@ -181,8 +192,9 @@ impl TreeVisitor for Export<'_> {
                 continue;
             }
             let parent_dev = self.devs.last().copied();
+            let extended = self.extended;
             let mut w = self.writer();
-            entry(&mut w, &item, parent_dev);
+            entry(&mut w, &item, parent_dev, extended);
             self.fresh = w.fresh();
         }
         self.drain(false)
@@ -230,6 +242,7 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut (dyn Write + Send)) -> 
         pending: None,
         devs: Vec::new(),
         one_file_system: settings.one_file_system,
+        extended: settings.extended,
         root_dev: root_meta.dev,
         complete: true,
         failed: None,
@@ -270,7 +283,7 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut (dyn Write + Send)) -> 
         walk.visit_tree(TreeOrder::new(Within::Name, Nest::AtEntry), &mut export);
     } else {
         let mut w = export.writer();
-        entry(&mut w, &root_item, None);
+        entry(&mut w, &root_item, None, settings.extended);
         export.fresh = w.fresh();
     }
     let mut w = export.writer();
@@ -283,8 +296,9 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut (dyn Write + Send)) -> 
     }
 }
 
-/// One entry's object: what ncdu writes, zeros and `false`s left out.
-fn entry(w: &mut Writer<'_>, item: &Item, parent_dev: Option<u64>) {
+/// One entry's object: what ncdu writes, zeros and `false`s left out
+/// (`extended`: and what `ncdu -e` adds).
+fn entry(w: &mut Writer<'_>, item: &Item, parent_dev: Option<u64>, extended: bool) {
     w.begin_object();
     w.key(b"name");
     w.string(&item.name);
@@ -310,6 +324,12 @@ fn entry(w: &mut Writer<'_>, item: &Item, parent_dev: Option<u64>) {
         if m.not_regular {
             w.key(b"notreg");
             w.boolean(true);
+        }
+        if extended {
+            for (key, value) in [(&b"uid"[..], m.uid), (b"gid", m.gid), (b"mode", m.mode)] {
+                w.key(key);
+                w.number(value.into());
+            }
         }
         if let Ok(secs) = u64::try_from(m.mtime) {
             w.key(b"mtime");

@@ -8,13 +8,24 @@
 //! anything have `children`. A name that is not UTF-8 is written as
 //! `name_bytes`, an array of byte values, so paths survive the round trip
 //! exactly. Members the reader does not know are skipped.
+//!
+//! One process writes it while it scans ([`Stream`]), from the ordered
+//! walk: each directory's entries in the order du visits them (its
+//! directory read, each subtree at its entry), which is the order of
+//! `children`. Only the directories open at the moment are held, not the
+//! tree (see [`Stream`] for the sizes, which come before the entries).
+//! `--tree` beside `--json`, and the ranks of an MPI job, keep the tree
+//! and write it whole ([`write()`]).
+
+use std::io;
+use std::os::unix::fs::FileExt;
 
 use crate::json_stream::{Error, Event, Reader, Writer};
 use crate::settings::Measure;
 use crate::tree::{Root, Step, TreeBuilder};
 
-pub fn write(roots: &[Root], measure: Measure, out: &mut Vec<u8>) {
-    let mut w = Writer::new(out);
+/// `{"fdu":1,"measure":M,"roots":[`: what comes before the first root.
+fn begin_document(w: &mut Writer<'_>, measure: Measure) {
     w.begin_object();
     w.key(b"fdu");
     w.number(1);
@@ -22,20 +33,30 @@ pub fn write(roots: &[Root], measure: Measure, out: &mut Vec<u8>) {
     w.string(measure.name().as_bytes());
     w.key(b"roots");
     w.begin_array();
+}
+
+/// An entry's name: `name`, or `name_bytes` when it is not UTF-8.
+fn write_name(w: &mut Writer<'_>, name: &[u8]) {
+    if std::str::from_utf8(name).is_ok() {
+        w.key(b"name");
+        w.string(name);
+    } else {
+        w.key(b"name_bytes");
+        w.begin_array();
+        name.iter().for_each(|&b| w.number(b.into()));
+        w.end_array();
+    }
+}
+
+pub fn write(roots: &[Root], measure: Measure, out: &mut Vec<u8>) {
+    let mut w = Writer::new(out);
+    begin_document(&mut w, measure);
     for root in roots {
         for step in root.walk() {
             match step {
                 Step::Enter { name, node, .. } => {
                     w.begin_object();
-                    if std::str::from_utf8(name).is_ok() {
-                        w.key(b"name");
-                        w.string(name);
-                    } else {
-                        w.key(b"name_bytes");
-                        w.begin_array();
-                        name.iter().for_each(|&b| w.number(b.into()));
-                        w.end_array();
-                    }
+                    write_name(&mut w, name);
                     w.key(b"size");
                     w.number(node.amount);
                     if node.has_children() {
@@ -55,6 +76,218 @@ pub fn write(roots: &[Root], measure: Measure, out: &mut Vec<u8>) {
     w.end_array();
     w.end_object();
     out.push(b'\n');
+}
+
+/// Digits of the largest size (`u64::MAX`): the room a directory's size
+/// is given before its entries.
+const ROOM: usize = 20;
+
+/// A root's document is moved out of memory into a temporary file past
+/// this many bytes.
+const SPILL_AT: usize = 1 << 20;
+
+/// `--json` written as the scan goes, directory by directory in the order
+/// du visits them, in the format [`write()`] writes.
+///
+/// A directory's `size` comes before its `children` (readers that stream,
+/// `--diff`'s and `--by`'s, need it there), and is known only once its
+/// whole subtree is read. So a directory's object is written with room
+/// for its size (NUL bytes, see [`Writer::room`]), the room is filled in
+/// place when the directory is left, and the NULs left over are taken out
+/// as the root's document goes to the output, once the root is complete.
+/// The document waits in memory up to [`SPILL_AT`] bytes, beyond that in
+/// an unnamed temporary file (`$TMPDIR`), so the memory held is a few
+/// megabytes and the directories open at the moment (a name each while
+/// it has no entry yet, 8 bytes after), whatever the size of the tree.
+/// When no temporary file can be written, it waits in memory.
+pub struct Stream {
+    measure: Measure,
+    /// Roots written to the output so far.
+    roots: usize,
+    /// The current root's document, past what was spilled.
+    doc: Vec<u8>,
+    /// The writer's state between calls (see [`Writer::resume`]).
+    fresh: bool,
+    spill: Option<std::fs::File>,
+    /// Bytes of the document in `spill` (`doc` follows them).
+    spilled: u64,
+    /// A temporary file could not be made or written: stay in memory.
+    no_spill: bool,
+    /// A size could not be written into the temporary file: the root's
+    /// document is wrong, and the run fails.
+    lost: bool,
+    /// [`SPILL_AT`], smaller in tests.
+    spill_at: usize,
+    /// Where the size of each open directory goes, in the document.
+    rooms: Vec<u64>,
+    /// The directory entered last, while nothing under it is written:
+    /// one with no entries is written as a file is, without `children`.
+    pending: Option<Vec<u8>>,
+}
+
+impl Stream {
+    pub fn new(measure: Measure) -> Stream {
+        Stream {
+            measure,
+            roots: 0,
+            doc: Vec::new(),
+            fresh: true,
+            spill: None,
+            spilled: 0,
+            no_spill: false,
+            lost: false,
+            spill_at: SPILL_AT,
+            rooms: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// A directory is entered (a root first): its entries follow, then
+    /// [`Stream::leave`] with its size.
+    pub fn enter(&mut self, name: &[u8]) {
+        self.open_pending();
+        self.pending = Some(name.to_vec());
+    }
+
+    /// A file, or anything without entries, in the directory entered last.
+    pub fn leaf(&mut self, name: &[u8], size: u64) {
+        self.open_pending();
+        let mut w = Writer::resume(&mut self.doc, self.fresh);
+        w.begin_object();
+        write_name(&mut w, name);
+        w.key(b"size");
+        w.number(size);
+        w.end_object();
+        self.fresh = w.fresh();
+        self.maybe_spill();
+    }
+
+    /// The directory entered last is complete, and adds up to `size`.
+    pub fn leave(&mut self, size: u64) {
+        if let Some(name) = self.pending.take() {
+            return self.leaf(&name, size);
+        }
+        let Some(at) = self.rooms.pop() else { return };
+        let digits = size.to_string();
+        match at.checked_sub(self.spilled) {
+            Some(i) => {
+                let i = i as usize;
+                self.doc[i..i + digits.len()].copy_from_slice(digits.as_bytes());
+            }
+            None => {
+                let spill = self.spill.as_ref().expect("spilled bytes are in the file");
+                if spill.write_all_at(digits.as_bytes(), at).is_err() {
+                    // Said when the root goes out.
+                    self.lost = true;
+                    self.no_spill = true;
+                }
+            }
+        }
+        let mut w = Writer::resume(&mut self.doc, self.fresh);
+        w.end_array();
+        w.end_object();
+        self.fresh = w.fresh();
+        self.maybe_spill();
+    }
+
+    /// The directory entered last has an entry: its object opens, with
+    /// room for its size.
+    fn open_pending(&mut self) {
+        let Some(name) = self.pending.take() else { return };
+        let mut w = Writer::resume(&mut self.doc, self.fresh);
+        w.begin_object();
+        write_name(&mut w, &name);
+        w.key(b"size");
+        let at = w.room(ROOM);
+        w.key(b"children");
+        w.begin_array();
+        self.fresh = w.fresh();
+        self.rooms.push(self.spilled + at as u64);
+    }
+
+    fn maybe_spill(&mut self) {
+        if self.doc.len() < self.spill_at || self.no_spill {
+            return;
+        }
+        if self.spill.is_none() {
+            match tempfile::tempfile() {
+                Ok(f) => self.spill = Some(f),
+                Err(_) => {
+                    self.no_spill = true;
+                    return;
+                }
+            }
+        }
+        let spill = self.spill.as_ref().expect("made above");
+        if spill.write_all_at(&self.doc, self.spilled).is_err() {
+            self.no_spill = true;
+            return;
+        }
+        self.spilled += self.doc.len() as u64;
+        self.doc.clear();
+    }
+
+    /// The root is complete: its document goes to `out`, its rooms' NULs
+    /// taken out. An error is one of the temporary file.
+    pub fn end_root(&mut self, out: &mut dyn FnMut(&[u8]) -> bool) -> io::Result<()> {
+        let mut head = Vec::new();
+        if self.roots == 0 {
+            begin_document(&mut Writer::new(&mut head), self.measure);
+        } else {
+            head.push(b',');
+        }
+        self.roots += 1;
+        out(&head);
+        let mut result = Ok(());
+        if let (Some(spill), true) = (&self.spill, self.spilled > 0) {
+            let mut chunk = vec![0; 1 << 20];
+            let mut at = 0;
+            while at < self.spilled {
+                let len = chunk.len().min((self.spilled - at) as usize);
+                if let Err(e) = spill.read_exact_at(&mut chunk[..len], at) {
+                    result = Err(e);
+                    break;
+                }
+                let mut text = std::mem::take(&mut chunk);
+                text.truncate(len);
+                text.retain(|&b| b != 0);
+                let written = out(&text);
+                text.resize(1 << 20, 0);
+                chunk = text;
+                if !written {
+                    break;
+                }
+                at += len as u64;
+            }
+            if let Err(e) = spill.set_len(0) {
+                // Not reused: the next root starts a file of its own.
+                self.spill = None;
+                result = result.and(Err(e));
+            }
+        }
+        self.doc.retain(|&b| b != 0);
+        out(&self.doc);
+        self.doc.clear();
+        self.doc.shrink_to(SPILL_AT);
+        self.spilled = 0;
+        self.fresh = true;
+        self.rooms.clear();
+        self.pending = None;
+        if result.is_ok() && std::mem::take(&mut self.lost) {
+            result = Err(io::Error::other("a size could not be written into it"));
+        }
+        result
+    }
+
+    /// The document's end, after the last root.
+    pub fn finish(&mut self, out: &mut dyn FnMut(&[u8]) -> bool) {
+        let mut tail = Vec::new();
+        if self.roots == 0 {
+            begin_document(&mut Writer::new(&mut tail), self.measure);
+        }
+        tail.extend_from_slice(b"]}\n");
+        out(&tail);
+    }
 }
 
 /// An entry read so far: it is complete at its closing brace.
@@ -215,6 +448,75 @@ mod tests {
              {\"name\":\"src\",\"size\":4096,\"children\":[{\"name\":\"a\",\"size\":8}]},\
              {\"name_bytes\":[255],\"size\":1}]}\n"
         );
+    }
+
+    /// Two roots, given to [`Stream`] in du's order.
+    fn streamed(spill_at: usize) -> Vec<u8> {
+        let mut s = Stream::new(Measure::Disk);
+        s.spill_at = spill_at;
+        let mut out = Vec::new();
+        let mut sink = |b: &[u8]| {
+            out.extend_from_slice(b);
+            true
+        };
+        s.enter(b"src");
+        s.leaf(b"a", 8);
+        s.enter(b"empty");
+        s.leave(4096);
+        s.enter(b"\xffd");
+        s.leaf(b"quote\"and\\slash\n", 1);
+        s.enter(b"e");
+        s.leaf(b"f", 12_345_678_901_234);
+        s.leave(12_345_678_905_330);
+        s.leave(12_345_678_909_427);
+        s.leaf(b"z", u64::MAX - 1);
+        s.leave(u64::MAX);
+        s.end_root(&mut sink).unwrap();
+        s.enter(b"file");
+        s.leave(3);
+        s.end_root(&mut sink).unwrap();
+        s.finish(&mut sink);
+        out
+    }
+
+    #[test]
+    fn the_stream_writes_what_the_whole_tree_writes() {
+        let mut e = TreeBuilder::default();
+        e.leaf(b"f", 12_345_678_901_234);
+        let mut d = TreeBuilder::default();
+        d.leaf(b"quote\"and\\slash\n", 1);
+        d.dir(b"e", 12_345_678_905_330, e);
+        let mut src = TreeBuilder::default();
+        src.leaf(b"a", 8);
+        src.dir(b"empty", 4096, TreeBuilder::default());
+        src.dir(b"\xffd", 12_345_678_909_427, d);
+        src.leaf(b"z", u64::MAX - 1);
+        let roots = [Root::new(b"src", src.into_node(u64::MAX)), Root::leaf(b"file", 3)];
+        let whole = written(&roots);
+        assert_eq!(
+            String::from_utf8_lossy(&streamed(SPILL_AT)),
+            String::from_utf8_lossy(&whole)
+        );
+        // Spilled to a file every few entries, sizes filled in there.
+        for spill_at in [1, 16, 100] {
+            assert_eq!(streamed(spill_at), whole, "spilled past {spill_at} bytes");
+        }
+    }
+
+    #[test]
+    fn a_stream_of_no_roots_is_an_empty_document() {
+        let mut out = Vec::new();
+        Stream::new(Measure::Inodes).finish(&mut |b: &[u8]| {
+            out.extend_from_slice(b);
+            true
+        });
+        assert_eq!(out, written_as(&[], Measure::Inodes));
+    }
+
+    fn written_as(roots: &[Root], measure: Measure) -> Vec<u8> {
+        let mut out = Vec::new();
+        write(roots, measure, &mut out);
+        out
     }
 
     #[test]

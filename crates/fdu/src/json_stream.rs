@@ -466,6 +466,18 @@ impl<'o> Writer<'o> {
         self.quoted(s);
     }
 
+    /// Room for a number known only later (a directory's size, after its
+    /// entries): `len` NUL bytes at the returned offset of the output, for
+    /// the caller to overwrite in place and then strip. A document holds
+    /// no NUL byte but these: JSON allows none outside a string, and
+    /// [`Writer::string`] escapes it inside one.
+    pub fn room(&mut self, len: usize) -> usize {
+        self.separate();
+        let at = self.out.len();
+        self.out.resize(at + len, 0);
+        at
+    }
+
     pub fn boolean(&mut self, b: bool) {
         self.bare(if b { b"true" } else { b"false" });
     }

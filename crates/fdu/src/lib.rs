@@ -157,7 +157,7 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
     }
     let metas = stat_operands(&given, &settings);
     let ids = identities(&metas);
-    let scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
+    let mut scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
         Ok(s) if streaming => s.streaming_operands(),
         Ok(s) => s,
         Err(e) => usage_exit(UsageError {
@@ -165,6 +165,10 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
             hint: false,
         }),
     };
+    // The tree view needs the whole tree; `--json` alone is written as it is scanned.
+    if scan.run.settings.json && scan.run.settings.tree.is_none() && !scan.run.settings.browse {
+        scan.run.stream_json();
+    }
     let scan: &'static Scan = Box::leak(Box::new(scan));
     let run = &scan.run;
     let measure = |i: usize, op: &[u8], meta: &command::OperandMeta| {
@@ -179,7 +183,7 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
         if scan.excluded(op) || !scan.begin_operand(i, id) {
             return;
         }
-        if m.is_dir() && ordered::applies(&run.settings) {
+        if m.is_dir() && ordered::applies(run) {
             ordered::scan_dir(scan, op, m);
         } else if m.is_dir() {
             scan.scan_dir(op, m);

@@ -27,8 +27,9 @@ use fnd_walk::{
 use crate::hardlinks;
 use crate::messages::{error_text, quote};
 use crate::node::{is_self_or_ancestor, join, DeepIds};
+use crate::run::Run;
 use crate::scan::{inode_sort_may_be_useful, Scan};
-use crate::settings::{Follow, Settings};
+use crate::settings::Follow;
 use crate::usage::{Stamp, Usage};
 
 /// gnulib fts: a directory read in a batch of more than this many entries
@@ -37,9 +38,9 @@ use crate::usage::{Stamp, Usage};
 const INODE_SORT_ABOVE: usize = 10_000;
 const READDIR_BATCH: usize = 100_000;
 
-/// Whether this run's lines come from the ordered walk.
-pub fn applies(settings: &Settings) -> bool {
-    !settings.keeps_tree() && settings.max_depth > 0
+/// Whether this run's lines (or its `--json`) come from the ordered walk.
+pub fn applies(run: &Run) -> bool {
+    run.json().is_some() || (!run.settings.keeps_tree() && run.settings.max_depth > 0)
 }
 
 /// Walk an operand that is a directory and print its lines in du's order.
@@ -73,6 +74,7 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
         })));
     let mut du = Du {
         scan,
+        operand: path,
         stack: Vec::new(),
         next_own: None,
         root: scan.run.usage(m),
@@ -192,8 +194,10 @@ struct Frame {
 }
 
 /// The consumer: du's `process_file`, in fts's order.
-struct Du {
+struct Du<'p> {
     scan: &'static Scan,
+    /// The operand as given (its name in `--json`).
+    operand: &'p [u8],
     stack: Vec<Frame>,
     /// The own usage of the directory whose subtree comes next (`None`:
     /// the entry before it was not a directory by its stat).
@@ -203,7 +207,7 @@ struct Du {
     lines: Vec<u8>,
 }
 
-impl Du {
+impl Du<'_> {
     fn write_lines(&mut self) {
         if !self.lines.is_empty() {
             self.scan.run.out.write(&self.lines);
@@ -223,7 +227,7 @@ impl Du {
     }
 }
 
-impl TreeVisitor for Du {
+impl TreeVisitor for Du<'_> {
     fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
         let own = if dir.depth == 0 {
             Some(self.root)
@@ -232,6 +236,13 @@ impl TreeVisitor for Du {
         };
         let ghost = own.is_none() || self.stack.last().is_some_and(|f| f.ghost);
         let own = own.unwrap_or(Usage::NONE);
+        if let (false, Some(mut json)) = (ghost, self.scan.run.json()) {
+            let name = match dir.depth {
+                0 => self.operand,
+                _ => dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path),
+            };
+            json.enter(name);
+        }
         self.stack.push(Frame {
             local: own.amount,
             below: 0,
@@ -255,6 +266,7 @@ impl TreeVisitor for Du {
         if frame.ghost {
             return Flow::Continue;
         }
+        let mut json = run.json();
         for entry in chunk.iter() {
             // Only the run's last entry can have a subtree next.
             self.next_own = None;
@@ -289,12 +301,16 @@ impl TreeVisitor for Du {
             disk += m.blocks * 512;
             frame.local += usage.amount;
             frame.newest = frame.newest.max(usage.stamp);
+            if let Some(json) = &mut json {
+                json.leaf(entry.name_bytes(), usage.amount);
+            }
             if print_files {
                 let mut path = Vec::with_capacity(chunk.prefix().len() + entry.name_bytes().len());
                 entry.write_path(&mut path);
                 run.line(&mut self.lines, usage, &path);
             }
         }
+        drop(json);
         scan.progress.entries.fetch_add(chunk.len() as u64, Relaxed);
         scan.progress.bytes.fetch_add(disk, Relaxed);
         self.flow()
@@ -324,6 +340,12 @@ impl TreeVisitor for Du {
                 total
             };
             run.line(&mut self.lines, shown, dir.path);
+        }
+        if let Some(mut json) = run.json() {
+            json.leave(total.amount);
+            if self.stack.is_empty() {
+                run.end_json_root(&mut json);
+            }
         }
         self.scan.progress.entries.fetch_add(1, Relaxed);
         match self.stack.last_mut() {

@@ -3,10 +3,11 @@
 //! operands add up to (the grand total, and their trees for the views).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use fnd_walk::Metadata;
 
+use crate::json::Stream;
 use crate::messages::{error_text, quote, report};
 use crate::output::Output;
 use crate::settings::Settings;
@@ -22,6 +23,9 @@ pub struct Run {
     grand_newest: Newest,
     /// Each operand's tree, for `--tree` and `--json`.
     trees: Mutex<Vec<Root>>,
+    /// `--json` written as the operands are scanned (see
+    /// [`Run::stream_json`]); `None`: it is written from their trees.
+    json: Option<Mutex<Stream>>,
 }
 
 impl Run {
@@ -34,6 +38,26 @@ impl Run {
             grand_total: AtomicU64::new(0),
             grand_newest: Newest::new(Stamp::MIN),
             trees: Mutex::new(Vec::new()),
+            json: None,
+        }
+    }
+
+    /// `--json` is written while the scan runs, from the ordered walk, and
+    /// no tree is kept for it: an operand that is a directory is walked by
+    /// `crate::ordered`, which writes its entries as they come.
+    pub fn stream_json(&mut self) {
+        self.json = Some(Mutex::new(Stream::new(self.settings.measure)));
+    }
+
+    /// The `--json` being written as the scan goes, if it is.
+    pub fn json(&self) -> Option<MutexGuard<'_, Stream>> {
+        self.json.as_ref().map(|j| j.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The root written last to `json` is complete: out it goes.
+    pub fn end_json_root(&self, json: &mut Stream) {
+        if let Err(e) = json.end_root(&mut |text| self.out.write(text)) {
+            self.error(&format!("--json: a temporary file: {}", error_text(&e)));
         }
     }
 
@@ -90,6 +114,13 @@ impl Run {
         self.grand_total.fetch_add(total.amount, Relaxed);
         if self.settings.time.is_some() {
             self.grand_newest.offer(total.stamp);
+        }
+        // An operand without entries (a file, a directory that could not
+        // be read): those that have them wrote themselves (and no tree).
+        if let (Some(_), Some(mut json)) = (&tree, tree.as_ref().and_then(|_| self.json())) {
+            json.enter(name);
+            json.leave(total.amount);
+            return self.end_json_root(&mut json);
         }
         if let Some(kids) = tree {
             let (node, detail) = kids.into_detailed_node(total.amount, own);

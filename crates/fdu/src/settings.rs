@@ -53,6 +53,8 @@ pub struct Settings {
     pub from_json: Option<Vec<u8>>,
     /// Write the tree in ncdu's export format to this file (`-o`; `-`: stdout) instead of du's lines.
     pub export_file: Option<Vec<u8>>,
+    /// `-e`: the export also holds each entry's uid, gid, mode and mtime (ncdu's extended mode).
+    pub extended: bool,
     /// Read an export in ncdu's format (`-f`; `-`: stdin) instead of scanning.
     pub input_file: Option<Vec<u8>>,
     /// A progress line on stderr, when it is a terminal.

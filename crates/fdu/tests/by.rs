@@ -341,3 +341,32 @@ fn exports_with_the_fields_give_the_live_answer() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(String::from_utf8(out.stderr).unwrap().lines().count(), 1);
 }
+
+#[test]
+fn fdus_own_extended_export_gives_the_live_answer() {
+    let dir = fixture();
+    let cwd = dir.path();
+    let export = cwd.join("t.fdu");
+    let export_s = export.to_str().unwrap();
+    ok(&["-e", "-o", export_s, "t"], cwd);
+    for keys in ["user", "group,ext", "age", "type"] {
+        let live = ok(&["--by", keys, "-b", "--top", "0", "t"], cwd);
+        let read = ok(&["--by", keys, "-b", "--top", "0", "-f", export_s], cwd);
+        assert_eq!(read, live, "--by {keys} -f");
+    }
+    // What ncdu -e writes, as ncdu writes it.
+    let text = String::from_utf8_lossy(&fs::read(&export).unwrap()).into_owned();
+    assert!(text.contains("{\"name\":\"main.rs\",\"asize\":1200,"), "{text}");
+    assert!(text.contains(",\"uid\":") && text.contains(",\"gid\":") && text.contains(",\"mode\":33188,"));
+    // Without -e, no owners: one line says what is missing.
+    ok(&["-o", export_s, "t"], cwd);
+    let out = fdu(&["--by", "user", "-f", export_s], cwd);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("uid"), "{err}");
+    // -e is about what -o writes.
+    let out = fdu(&["-e", "t"], cwd);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("-o"));
+}
