@@ -1194,7 +1194,13 @@ mod tests {
         };
         let window = 8 << 10;
         let (held, seen) = run(window);
-        let bound = window + threads * held.largest_dir;
+        // Past the window: one directory per worker (read when there was
+        // room), and the rest of each directory open on the way down to
+        // the one the output waits for, which is read whatever the window
+        // (the root and three levels: four). Counting only the workers
+        // failed about once in six runs on a busy machine.
+        let open_levels = 4;
+        let bound = window + (threads + open_levels) * held.largest_dir;
         assert!(held.peak_bytes <= bound, "{held:?} over {bound}");
         let (unbounded, seen_too) = run(usize::MAX);
         assert_eq!(seen, seen_too);
