@@ -129,7 +129,7 @@ impl Scan {
     /// reading threads.
     pub(crate) fn subdir_to_enter(&self, entry: &RawEntry<'_>) -> Option<Metadata> {
         let follow = self.run.settings.follow == Follow::All;
-        let m = match fnd_walk::meta::stat_at(entry.dir_fd, entry.name, follow) {
+        let m = match entry.stat(follow) {
             Ok(m) => m,
             Err(e) => {
                 self.run.cannot_access(&join(entry.parent_prefix, entry.name), Some(&e));

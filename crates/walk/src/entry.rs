@@ -132,11 +132,6 @@ impl ChunkBuf {
         });
     }
 
-    /// The names of the entries, in order.
-    pub(crate) fn names(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.slots.iter().map(|s| s.name(&self.names))
-    }
-
     /// Sort the entries by name bytes.
     pub(crate) fn sort_by_name(&mut self) {
         let names = &self.names;

@@ -41,6 +41,38 @@ use crate::visit::{Flow, Visitor};
 /// matters, and one buffer per thread avoids a malloc per directory.
 const GETDENTS_BUF: usize = 64 * 1024;
 
+/// The last stat a filter made with [`RawEntry::stat`] on this thread:
+/// the reader clears it before each `decide` and keeps it for the entry's
+/// metadata (a thread-local and not a field: callers build `RawEntry`s of
+/// their own, outside any walk).
+#[derive(Clone, Copy)]
+struct FilterStat {
+    /// The name's address and length: the entry it was made for.
+    name: (usize, usize),
+    follow: bool,
+    metadata: Metadata,
+}
+
+thread_local! {
+    static FILTER_STAT: std::cell::Cell<Option<FilterStat>> = const { std::cell::Cell::new(None) };
+}
+
+impl RawEntry<'_> {
+    /// The entry's metadata, stat-ed relative to its directory (`follow`:
+    /// a symlink's target's). A filter that stats an entry to decide should
+    /// ask here: when the walk fetches metadata and the entry is yielded,
+    /// the walk keeps this stat instead of making a second one.
+    pub fn stat(&self, follow: bool) -> std::io::Result<Metadata> {
+        let metadata = crate::meta::stat_at(self.dir_fd, self.name, follow)?;
+        FILTER_STAT.set(Some(FilterStat {
+            name: (self.name.as_ptr() as usize, self.name.len()),
+            follow,
+            metadata,
+        }));
+        Ok(metadata)
+    }
+}
+
 /// What a reader is given.
 pub(crate) enum Job {
     /// A directory to open and read.
@@ -383,6 +415,7 @@ impl Reader {
             } else {
                 file_type
             };
+            let mut known = None;
             let decision = match &settings.filter {
                 Some(filter) => {
                     let raw_entry = RawEntry {
@@ -393,7 +426,15 @@ impl Reader {
                         target_type,
                         dir_fd: fd,
                     };
-                    filter.decide(dir.filter_state.as_ref(), &raw_entry)
+                    FILTER_STAT.set(None);
+                    let decision = filter.decide(dir.filter_state.as_ref(), &raw_entry);
+                    if let Some(s) = FILTER_STAT.take() {
+                        let same = s.name == (name.as_ptr() as usize, name.len());
+                        if same && s.follow == settings.follow_links && settings.sort.is_none() {
+                            known = Some(s.metadata);
+                        }
+                    }
+                    decision
                 }
                 None => Decision::KEEP,
             };
@@ -408,6 +449,11 @@ impl Reader {
             }
             if emit && decision.emit {
                 chunk.push(name, file_type, target_type, entry.ino());
+                if let Some(m) = known.filter(|_| settings.metadata) {
+                    // The filter stat-ed it: the bulk fetch leaves it be.
+                    chunk.meta.resize(chunk.len() - 1, None);
+                    chunk.meta.push(Some(m));
+                }
                 if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
                     return Flow::Stop;
                 }
@@ -504,24 +550,39 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, 
 fn fill_metadata(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>) {
     const TIMED: usize = 2;
     let follow = shared.settings.follow_links;
+    // What a filter stat-ed already is there (see `RawEntry::stat`); the
+    // rest is `None` or missing.
     let mut meta = std::mem::take(&mut chunk.meta);
-    meta.clear();
-    let mut names = chunk.names();
-    let mut waited = 0;
-    for name in names.by_ref().take(TIMED) {
-        let started = std::time::Instant::now();
-        meta.push(crate::meta::stat_entry(fd, name, follow));
-        waited += usize::from(started.elapsed() > crate::meta::STAT_WAITED);
+    let known = meta.len();
+    meta.resize(chunk.len(), None);
+    let name = |i: usize| chunk.get(i).name_bytes();
+    let to_stat = |meta: &[Option<Metadata>], i: usize| i >= known || meta[i].is_none();
+    let (mut i, mut timed, mut waited) = (0, 0, 0);
+    while i < chunk.len() && timed < TIMED {
+        if to_stat(&meta, i) {
+            let started = std::time::Instant::now();
+            meta[i] = crate::meta::stat_entry(fd, name(i), follow);
+            waited += usize::from(started.elapsed() > crate::meta::STAT_WAITED);
+            timed += 1;
+        }
+        i += 1;
     }
     if waited < TIMED {
-        meta.extend(names.map(|name| crate::meta::stat_entry(fd, name, follow)));
+        for i in i..chunk.len() {
+            if to_stat(&meta, i) {
+                meta[i] = crate::meta::stat_entry(fd, name(i), follow);
+            }
+        }
     } else {
-        let rest: Vec<&[u8]> = names.collect();
+        let at: Vec<usize> = (i..chunk.len()).filter(|&i| to_stat(&meta, i)).collect();
+        let rest: Vec<&[u8]> = at.iter().map(|&i| name(i)).collect();
         let helpers = crate::meta::Helpers {
             reserve: &|n| shared.reserve_stat_helpers(n),
             release: &|n| shared.release_stat_helpers(n),
         };
-        crate::meta::stat_entries_in_rounds(fd, &rest, follow, &helpers, &mut meta);
+        let mut got = Vec::with_capacity(rest.len());
+        crate::meta::stat_entries_in_rounds(fd, &rest, follow, &helpers, &mut got);
+        at.into_iter().zip(got).for_each(|(i, m)| meta[i] = m);
     }
     chunk.meta = meta;
 }

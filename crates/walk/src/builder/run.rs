@@ -72,7 +72,10 @@ impl WalkBuilder {
     ///
     /// Workers read ahead in output order. The results that wait for their
     /// turn stay under `order.window` bytes plus one directory per worker
-    /// (the one each is reading when the window fills), counted as the
+    /// (the one each is reading when the window fills) and, per level
+    /// down to the directory the output waits for (read whatever the
+    /// window), what is left of the directory open there: at most one
+    /// directory per worker and per level of depth, counted as the
     /// names plus 56 bytes per entry (its slot and metadata) and a few
     /// dozen per directory; past the window the workers read only the
     /// directory the output waits for. A larger window keeps every core
