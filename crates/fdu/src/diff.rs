@@ -24,7 +24,7 @@
 //! (a `--json` tree has its totals from du's rule, and lists only the
 //! link that counted: against one, a file's other links are not news).
 
-use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
@@ -36,6 +36,32 @@ use crate::messages::{error_text, quote, report};
 use crate::settings::{Measure, Settings};
 use crate::tally::Grouping;
 use crate::usage::Usage;
+
+/// Keys that are already [`child_hash`]es, whose bits are all mixed: the
+/// table takes them as they are. (std's SipHash of every key was most of
+/// the live diff's own time.)
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys come here; anything else still hashes well.
+        for &b in bytes {
+            self.0 = mix(self.0 ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Prehashed>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Prehashed>>;
 
 /// The root's hash.
 const ROOT: u64 = 0x243F_6A88_85A3_08D3;
@@ -451,7 +477,7 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
         return Err(format!("{} is not a directory", quote(root)));
     }
     let grouping: &'static Grouping = Box::leak(Box::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?));
-    let mut dirs: HashMap<u64, u64> = HashMap::new();
+    let mut dirs: HashMap<u64, u64> = HashMap::default();
     dirs.insert(ROOT, Usage::of(&m, settings.measure, None).amount);
     let mut matched: Vec<u64> = Vec::new();
     let mut links = Vec::new();
@@ -491,7 +517,7 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
         old.files.remove(&h);
     }
     let side = Side {
-        files: HashSet::new(),
+        files: HashSet::default(),
         dirs,
         root: root.to_vec(),
         one_link_only: false,
@@ -733,7 +759,7 @@ mod tests {
         assert_ne!(a, child_hash(ROOT, b"b"));
         assert_ne!(child_hash(a, b"b"), child_hash(ROOT, b"ab"));
         assert_ne!(child_hash(ROOT, b"a\0"), a, "trailing zero bytes count");
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for i in 0..100_000u32 {
             assert!(seen.insert(child_hash(ROOT, format!("f{i}").as_bytes())));
         }
@@ -741,7 +767,7 @@ mod tests {
 
     #[test]
     fn links_count_once_at_the_lowest_hash() {
-        let mut dirs = HashMap::new();
+        let mut dirs = HashMap::default();
         let link = |hash, dir| Link {
             dev: 1,
             ino: 9,
