@@ -666,15 +666,23 @@ fn live_side(
     let old_read = OldRead::new();
     let measure = settings.measure;
     std::thread::scope(|scope| {
+        let read_old = || {
+            // Should the reading end without a result, the walk must not
+            // wait for one.
+            struct Unread<'a>(&'a OldRead);
+            impl Drop for Unread<'_> {
+                fn drop(&mut self) {
+                    let _ = self.0.set(Err("OLD could not be read".into()));
+                }
+            }
+            let _unread = Unread(&old_read);
+            let read = Input::open(old_file).and_then(|input| read_side(&input, old_file, measure, None));
+            let _ = old_read.set(read.map(|(side, names, _)| (side, names)));
+        };
         // The mapping of OLD stays on the thread that reads it.
-        let reader = std::thread::Builder::new().spawn_scoped(scope, || {
-            let read = Input::open(old_file).and_then(|input| read_side(&input, old_file, measure, None));
-            let _ = old_read.set(read.map(|(side, names, _)| (side, names)));
-        });
-        if reader.is_err() {
+        if std::thread::Builder::new().spawn_scoped(scope, read_old).is_err() {
             // No thread to spare: OLD is read first.
-            let read = Input::open(old_file).and_then(|input| read_side(&input, old_file, measure, None));
-            let _ = old_read.set(read.map(|(side, names, _)| (side, names)));
+            read_old();
         }
         fnd_walk::Alone.visit(
             grouping.walk(root, &m),
