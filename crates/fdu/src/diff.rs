@@ -247,7 +247,12 @@ impl Names {
         while at < self.files.len() {
             let word = get_leb(&self.files, &mut at);
             if word & 1 == 1 {
-                dir = self.dirs.get((word / 2) as usize).map(|d| (word / 2, d.hash));
+                // Only in directories NEW has are files gone at their topmost.
+                dir = self
+                    .dirs
+                    .get((word / 2) as usize)
+                    .filter(|d| new.dirs.contains_key(&d.hash))
+                    .map(|d| (word / 2, d.hash));
                 continue;
             }
             let end = (at + (word / 2) as usize).min(self.files.len());
@@ -256,10 +261,7 @@ impl Names {
             let amount = get_leb(&self.files, &mut at);
             let Some((index, parent)) = dir else { continue };
             let (hard_link, amount) = (amount & 1 == 1, amount / 2);
-            if new.dirs.contains_key(&parent)
-                && old.files.contains(&child_hash(parent, name))
-                && !(new.one_link_only && hard_link)
-            {
+            if old.files.contains(&child_hash(parent, name)) && !(new.one_link_only && hard_link) {
                 gone.push((amount, join(&self.path(index as u32), name)));
             }
         }
@@ -467,8 +469,8 @@ struct Candidate {
 
 impl Live {
     /// Whether OLD has `c` (a file), or whether it appeared (at its topmost).
-    fn judge(&mut self, old: &Side, parent: u64, dir: &[u8], c: &Candidate, name: &[u8]) {
-        let topmost = old.dirs.contains_key(&parent);
+    /// `topmost`: OLD has the directory `c` is in.
+    fn judge(&mut self, old: &Side, topmost: bool, dir: &[u8], c: &Candidate, name: &[u8]) {
         let path = || [dir, name].concat();
         if c.is_dir {
             if topmost && !old.dirs.contains_key(&c.hash) {
@@ -495,10 +497,11 @@ impl Live {
     fn judge_waiting(&mut self, old: &Side) {
         self.waiting_bytes = 0;
         for w in std::mem::take(&mut self.waiting) {
+            let topmost = old.dirs.contains_key(&w.parent);
             let mut start = 0;
             for c in &w.entries {
                 let end = c.name_end as usize;
-                self.judge(old, w.parent, &w.dir, c, &w.names[start..end]);
+                self.judge(old, topmost, &w.dir, c, &w.names[start..end]);
                 start = end;
             }
         }
@@ -569,6 +572,7 @@ impl Visitor for LiveVisitor<'_> {
         self.chain_for(chunk);
         let parent = self.chain[0];
         let dir = self.prefix.get(self.root_len..).unwrap_or_default();
+        let topmost = old.is_some_and(|old| old.dirs.contains_key(&parent));
         let mut waiting = Waiting::default();
         let mut sum = 0;
         let g = self.grouping;
@@ -592,7 +596,7 @@ impl Visitor for LiveVisitor<'_> {
                 name_end: 0,
             };
             match old {
-                Some(old) => self.live.judge(old, parent, dir, &c, name),
+                Some(old) => self.live.judge(old, topmost, dir, &c, name),
                 None => {
                     waiting.names.extend_from_slice(name);
                     waiting.entries.push(Candidate {
