@@ -139,8 +139,8 @@ struct Appeared {
 /// directories, what went) is named without reading it again: its
 /// directories (hash, parent, name), and its files as they came, each
 /// `LEB128(name length * 2) name LEB128(amount * 2 + hard link)`, after a
-/// `LEB128(directory * 2 + 1)` where their directory changes (a million
-/// entries of ncdu's test trees: about 13 MB).
+/// `LEB128(directory * 2 + 1)` where their directory changes (million's
+/// 940k entries: about 12 MiB).
 #[derive(Default)]
 struct Names {
     /// The root first (its parent is itself).
@@ -157,7 +157,7 @@ struct OldDir {
     hash: u64,
     parent: u32,
     /// Its name's end in `dir_names` (it begins where the one before ends).
-    name_end: u32,
+    name_end: usize,
 }
 
 fn put_leb(out: &mut Vec<u8>, mut n: u64) {
@@ -190,7 +190,7 @@ impl Names {
         self.dirs.push(OldDir {
             hash,
             parent,
-            name_end: self.dir_names.len() as u32,
+            name_end: self.dir_names.len(),
         });
         self.open.push(index);
     }
@@ -216,7 +216,7 @@ impl Names {
         let mut i = index;
         while let Some(d) = self.dirs.get(i as usize).filter(|d| d.parent != i) {
             let start = i.checked_sub(1).map_or(0, |b| self.dirs[b as usize].name_end);
-            parts.push(&self.dir_names[start as usize..d.name_end as usize]);
+            parts.push(&self.dir_names[start..d.name_end]);
             i = d.parent;
         }
         parts.reverse();
