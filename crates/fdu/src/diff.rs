@@ -17,7 +17,7 @@
 //! compare, and a collision is a one in 10^13 chance per pair on a million
 //! entries); OLD is kept as the set of its files' hashes and the totals
 //! of its directories (8 and 16 bytes an entry) and its names, packed
-//! ([`Names`]: what is shown of OLD is named from them, so OLD is read
+//! (`Names`: what is shown of OLD is named from them, so OLD is read
 //! once). NEW is compared with it as it streams, or as the walk reads it:
 //! then OLD is read on a thread of its own beside the walk, and what the
 //! walk meets before OLD is read waits for it. A multiply-linked file
