@@ -12,19 +12,21 @@
 //! (tab-separated; each part at most `--top N` lines; an entry that
 //! appeared or went inside one that did too is not listed again.)
 //!
-//! Neither tree is held. An entry is known by a 64-bit hash of its path
+//! No tree is built. An entry is known by a 64-bit hash of its path
 //! below the root (chained from its parent's, so roots named differently
 //! compare, and a collision is a one in 10^13 chance per pair on a million
 //! entries); OLD is kept as the set of its files' hashes and the totals
-//! of its directories (8 and 16 bytes an entry), NEW is compared with it
-//! as it streams (or as the walk reads it), and OLD is read a second time
-//! for the paths of what is shown of it. A multiply-linked file counts at
-//! the link whose path hashes lowest, on both sides, so the same tree
-//! gives the same totals whichever order its scans met the links in
-//! (a `--json` tree has its totals from du's rule, and lists only the
-//! link that counted: against one, a file's other links are not news).
+//! of its directories (8 and 16 bytes an entry) and its names, packed
+//! (`Names`: what is shown of OLD is named from them, so OLD is read
+//! once). NEW is compared with it as it streams, or as the walk reads it:
+//! then OLD is read on a thread of its own beside the walk, and what the
+//! walk meets before OLD is read waits for it. A multiply-linked file
+//! counts at the link whose path hashes lowest, on both sides, so the
+//! same tree gives the same totals whichever order its scans met the
+//! links in (a `--json` tree has its totals from du's rule, and lists only
+//! the link that counted: against one, a file's other links are not news).
 
-use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
@@ -36,6 +38,32 @@ use crate::messages::{error_text, quote, report};
 use crate::settings::{Measure, Settings};
 use crate::tally::Grouping;
 use crate::usage::Usage;
+
+/// Keys that are already [`child_hash`]es, whose bits are all mixed: the
+/// table takes them as they are. (std's SipHash of every key was most of
+/// the live diff's own time.)
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys come here; anything else still hashes well.
+        for &b in bytes {
+            self.0 = mix(self.0 ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type HashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<Prehashed>>;
+type HashSet<K> = std::collections::HashSet<K, BuildHasherDefault<Prehashed>>;
 
 /// The root's hash.
 const ROOT: u64 = 0x243F_6A88_85A3_08D3;
@@ -107,6 +135,140 @@ struct Appeared {
     path: Vec<u8>,
 }
 
+/// OLD's names, kept as it is read so that what is shown of it (changed
+/// directories, what went) is named without reading it again: its
+/// directories (hash, parent, name), and its files as they came, each
+/// `LEB128(name length * 2) name LEB128(amount * 2 + hard link)`, after a
+/// `LEB128(directory * 2 + 1)` where their directory changes (million's
+/// 940k entries: about 12 MiB).
+#[derive(Default)]
+struct Names {
+    /// The root first (its parent is itself).
+    dirs: Vec<OldDir>,
+    dir_names: Vec<u8>,
+    files: Vec<u8>,
+    /// The open directories, innermost last; and the one the files last
+    /// written are in.
+    open: Vec<u32>,
+    current: Option<u32>,
+}
+
+struct OldDir {
+    hash: u64,
+    parent: u32,
+    /// Its name's end in `dir_names` (it begins where the one before ends).
+    name_end: usize,
+}
+
+fn put_leb(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn get_leb(bytes: &[u8], at: &mut usize) -> u64 {
+    let mut n = 0u64;
+    let mut shift = 0;
+    while let Some(&b) = bytes.get(*at) {
+        *at += 1;
+        n |= u64::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
+        shift += 7;
+        if b < 0x80 {
+            break;
+        }
+    }
+    n
+}
+
+impl Names {
+    fn dir(&mut self, hash: u64, name: &[u8]) {
+        let index = self.dirs.len() as u32;
+        let parent = self.open.last().copied().unwrap_or(index);
+        self.dir_names.extend_from_slice(name);
+        self.dirs.push(OldDir {
+            hash,
+            parent,
+            name_end: self.dir_names.len(),
+        });
+        self.open.push(index);
+    }
+
+    fn file(&mut self, name: &[u8], amount: u64, hard_link: bool) {
+        let Some(&dir) = self.open.last() else { return };
+        if self.current != Some(dir) {
+            put_leb(&mut self.files, u64::from(dir) * 2 + 1);
+            self.current = Some(dir);
+        }
+        put_leb(&mut self.files, name.len() as u64 * 2);
+        self.files.extend_from_slice(name);
+        put_leb(&mut self.files, amount.saturating_mul(2) | u64::from(hard_link));
+    }
+
+    fn close(&mut self) {
+        self.open.pop();
+    }
+
+    /// The path below the root of directory `index`.
+    fn path(&self, index: u32) -> Vec<u8> {
+        let mut parts = Vec::new();
+        let mut i = index;
+        while let Some(d) = self.dirs.get(i as usize).filter(|d| d.parent != i) {
+            let start = i.checked_sub(1).map_or(0, |b| self.dirs[b as usize].name_end);
+            parts.push(&self.dir_names[start..d.name_end]);
+            i = d.parent;
+        }
+        parts.reverse();
+        parts.join(&b'/')
+    }
+
+    /// The paths of directories whose hashes are wanted.
+    fn paths_of(&self, wanted: &HashSet<u64>) -> HashMap<u64, Vec<u8>> {
+        let mut found = HashMap::default();
+        for (i, d) in self.dirs.iter().enumerate() {
+            if wanted.contains(&d.hash) {
+                found.insert(d.hash, self.path(i as u32));
+            }
+        }
+        found
+    }
+
+    /// What of OLD NEW has not, at its topmost: its amount and path.
+    fn gone(&self, old: &Side, new: &Side) -> Vec<(u64, Vec<u8>)> {
+        let mut gone = Vec::new();
+        for (i, d) in self.dirs.iter().enumerate() {
+            let parent = &self.dirs[d.parent as usize];
+            if d.parent as usize != i && !new.dirs.contains_key(&d.hash) && new.dirs.contains_key(&parent.hash) {
+                gone.push((old.dirs.get(&d.hash).copied().unwrap_or(0), self.path(i as u32)));
+            }
+        }
+        let (mut at, mut dir) = (0, None);
+        while at < self.files.len() {
+            let word = get_leb(&self.files, &mut at);
+            if word & 1 == 1 {
+                // Only in directories NEW has are files gone at their topmost.
+                dir = self
+                    .dirs
+                    .get((word / 2) as usize)
+                    .filter(|d| new.dirs.contains_key(&d.hash))
+                    .map(|d| (word / 2, d.hash));
+                continue;
+            }
+            let end = (at + (word / 2) as usize).min(self.files.len());
+            let name = &self.files[at..end];
+            at = end;
+            let amount = get_leb(&self.files, &mut at);
+            let Some((index, parent)) = dir else { continue };
+            let (hard_link, amount) = (amount & 1 == 1, amount / 2);
+            if old.files.contains(&child_hash(parent, name)) && !(new.one_link_only && hard_link) {
+                gone.push((amount, join(&self.path(index as u32), name)));
+            }
+        }
+        gone
+    }
+}
+
 /// An export read into a [`Side`]; reading NEW, compared with OLD as it goes.
 struct Reading<'a> {
     side: Side,
@@ -120,6 +282,8 @@ struct Reading<'a> {
     /// OLD, when this reads NEW: its files are taken out as NEW has them.
     old: Option<&'a mut Side>,
     appeared: Vec<Appeared>,
+    /// Reading OLD: what names what is shown of it.
+    names: Names,
 }
 
 impl<'a> Reading<'a> {
@@ -132,6 +296,7 @@ impl<'a> Reading<'a> {
             links: Vec::new(),
             old,
             appeared: Vec::new(),
+            names: Names::default(),
         }
     }
 }
@@ -152,6 +317,9 @@ impl Sink for Reading<'_> {
         if e.depth == 0 {
             self.side.root = e.name.to_vec();
             self.open.push((ROOT, e.amount, 0));
+            if self.old.is_none() {
+                self.names.dir(ROOT, b"");
+            }
             return Ok(());
         }
         let (parent, _, _) = *self.open.last().ok_or("an entry outside its root")?;
@@ -167,6 +335,9 @@ impl Sink for Reading<'_> {
                         path: join(&self.path, &e.name),
                     });
                 }
+            }
+            if self.old.is_none() {
+                self.names.dir(hash, &e.name);
             }
             let len = self.path.len();
             if !self.path.is_empty() {
@@ -189,6 +360,7 @@ impl Sink for Reading<'_> {
         } else {
             // OLD: what NEW does not take out of this set is gone.
             self.side.files.insert(hash);
+            self.names.file(&e.name, e.amount, e.hard_link);
         }
         let amount = if e.hard_link {
             if e.nlink.is_some() {
@@ -214,6 +386,7 @@ impl Sink for Reading<'_> {
 
     fn close(&mut self, _: usize) -> Result<(), String> {
         let (hash, sum, len) = self.open.pop().ok_or("a directory closed twice")?;
+        self.names.close();
         // A `--json` tree gives each directory's total (the sum began
         // there); ncdu's own sizes are added up here.
         let total = sum;
@@ -234,7 +407,7 @@ fn read_side(
     file: &[u8],
     measure: Measure,
     old: Option<&mut Side>,
-) -> Result<(Side, Vec<Appeared>), String> {
+) -> Result<(Side, Names, Vec<Appeared>), String> {
     let first = input.as_slice().iter().find(|b| !b.is_ascii_whitespace());
     let mut reading = Reading::new(old);
     reading.totals_given = first == Some(&b'{');
@@ -244,73 +417,17 @@ fn read_side(
         links,
         appeared,
         totals_given,
+        mut names,
         ..
     } = reading;
     side.one_link_only = totals_given;
     resolve_links(links, &mut side.dirs);
-    Ok((side, appeared))
+    names.files.shrink_to_fit();
+    Ok((side, names, appeared))
 }
 
-/// What the second reading of OLD finds: the paths of what is shown.
-struct Paths<'a> {
-    new_dirs: &'a HashMap<u64, u64>,
-    /// OLD's files NEW does not have.
-    gone_files: &'a HashSet<u64>,
-    /// NEW is a `--json` tree, which lists one link of a file.
-    new_one_link_only: bool,
-    old_dirs: &'a HashMap<u64, u64>,
-    /// The changed directories shown, by hash: their paths go here.
-    wanted: HashMap<u64, Option<Vec<u8>>>,
-    gone: Vec<(u64, Vec<u8>)>,
-    open: Vec<(u64, usize)>,
-    path: Vec<u8>,
-}
-
-impl Sink for Paths<'_> {
-    fn entry(&mut self, e: &Entry<'_>) -> Result<(), String> {
-        if e.depth == 0 {
-            self.open.push((ROOT, 0));
-            if let Some(slot) = self.wanted.get_mut(&ROOT) {
-                *slot = Some(Vec::new());
-            }
-            return Ok(());
-        }
-        let (parent, _) = *self.open.last().ok_or("an entry outside its root")?;
-        let hash = child_hash(parent, &e.name);
-        let topmost = self.new_dirs.contains_key(&parent);
-        let gone = if e.is_dir {
-            !self.new_dirs.contains_key(&hash)
-        } else {
-            self.gone_files.contains(&hash)
-        };
-        if gone && topmost && !(self.new_one_link_only && e.hard_link) {
-            let amount = if e.is_dir {
-                self.old_dirs.get(&hash).copied().unwrap_or(0)
-            } else {
-                e.amount
-            };
-            self.gone.push((amount, join(&self.path, &e.name)));
-        }
-        if e.is_dir {
-            if let Some(slot) = self.wanted.get_mut(&hash) {
-                *slot = Some(join(&self.path, &e.name));
-            }
-            let len = self.path.len();
-            if !self.path.is_empty() {
-                self.path.push(b'/');
-            }
-            self.path.extend_from_slice(&e.name);
-            self.open.push((hash, len));
-        }
-        Ok(())
-    }
-
-    fn close(&mut self, _: usize) -> Result<(), String> {
-        let (_, len) = self.open.pop().ok_or("a directory closed twice")?;
-        self.path.truncate(len);
-        Ok(())
-    }
-}
+/// OLD as the live side gets it: read beside the walk, on a thread of its own.
+type OldRead = std::sync::OnceLock<Result<(Side, Names), String>>;
 
 /// The live side: the walk's threads each add up their part.
 #[derive(Default)]
@@ -320,11 +437,80 @@ struct Live {
     dirs: HashMap<u64, u64>,
     links: Vec<Link>,
     appeared: Vec<Appeared>,
+    /// Chunks met before OLD was read, compared with it once it is, and
+    /// about how many bytes they hold.
+    waiting: Vec<Waiting>,
+    waiting_bytes: usize,
+}
+
+/// A walk's thread holds at most this much waiting for OLD before it
+/// waits itself (on a busy machine the reading may fall far behind).
+const WAITING_LIMIT: usize = 16 << 20;
+
+/// The entries of a chunk that wait for OLD.
+#[derive(Default)]
+struct Waiting {
+    parent: u64,
+    /// The directory's path below the root, with its `/` (empty for the root).
+    dir: Vec<u8>,
+    entries: Vec<Candidate>,
+    names: Vec<u8>,
+}
+
+/// An entry of the live tree as OLD judges it.
+struct Candidate {
+    hash: u64,
+    amount: u64,
+    /// Its name's end in [`Waiting::names`].
+    name_end: u32,
+    is_dir: bool,
+    several_links: bool,
+}
+
+impl Live {
+    /// Whether OLD has `c` (a file), or whether it appeared (at its topmost).
+    /// `topmost`: OLD has the directory `c` is in.
+    fn judge(&mut self, old: &Side, topmost: bool, dir: &[u8], c: &Candidate, name: &[u8]) {
+        let path = || [dir, name].concat();
+        if c.is_dir {
+            if topmost && !old.dirs.contains_key(&c.hash) {
+                self.appeared.push(Appeared {
+                    hash: c.hash,
+                    is_dir: true,
+                    amount: 0,
+                    path: path(),
+                });
+            }
+        } else if old.files.contains(&c.hash) {
+            self.matched.push(c.hash);
+        } else if topmost && !(old.one_link_only && c.several_links) {
+            self.appeared.push(Appeared {
+                hash: c.hash,
+                is_dir: false,
+                amount: c.amount,
+                path: path(),
+            });
+        }
+    }
+
+    /// Judge what waited for OLD.
+    fn judge_waiting(&mut self, old: &Side) {
+        self.waiting_bytes = 0;
+        for w in std::mem::take(&mut self.waiting) {
+            let topmost = old.dirs.contains_key(&w.parent);
+            let mut start = 0;
+            for c in &w.entries {
+                let end = c.name_end as usize;
+                self.judge(old, topmost, &w.dir, c, &w.names[start..end]);
+                start = end;
+            }
+        }
+    }
 }
 
 struct LiveVisitor<'a> {
     grouping: &'static Grouping,
-    old: &'a Side,
+    old: &'a OldRead,
     /// How long the root's part of the walk's prefixes is.
     root_len: usize,
     measure: Measure,
@@ -368,18 +554,28 @@ fn root_prefix(root: &[u8]) -> usize {
 
 impl Visitor for LiveVisitor<'_> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+        // The walk need not wait for OLD: until it is read, what is to be
+        // compared with it waits (a million entries: OLD is read in the
+        // walk's first third or so).
+        let read = match self.old.get() {
+            None if self.live.waiting_bytes > WAITING_LIMIT => Some(self.old.wait()),
+            read => read,
+        };
+        let old = match read {
+            Some(Ok((old, _))) => Some(old),
+            Some(Err(_)) => return Flow::Stop,
+            None => None,
+        };
+        if let Some(old) = old.filter(|_| !self.live.waiting.is_empty()) {
+            self.live.judge_waiting(old);
+        }
         self.chain_for(chunk);
         let parent = self.chain[0];
-        let topmost = self.old.dirs.contains_key(&parent);
+        let dir = self.prefix.get(self.root_len..).unwrap_or_default();
+        let topmost = old.is_some_and(|old| old.dirs.contains_key(&parent));
+        let mut waiting = Waiting::default();
         let mut sum = 0;
         let g = self.grouping;
-        let root_len = self.root_len;
-        let path = |entry: &fnd_walk::EntryRef<'_>| {
-            let mut p = Vec::new();
-            entry.write_path(&mut p);
-            p.drain(..root_len.min(p.len()));
-            p
-        };
         for entry in chunk.iter() {
             let Some(m) = entry.cached_metadata() else {
                 g.cannot_stat(&entry, &mut self.scratch);
@@ -389,31 +585,30 @@ impl Visitor for LiveVisitor<'_> {
                 continue;
             }
             let amount = Usage::of(m, self.measure, None).amount;
-            let hash = child_hash(parent, entry.name_bytes());
-            if m.is_dir() {
-                *self.live.dirs.entry(hash).or_default() += amount;
-                sum += amount;
-                if topmost && !self.old.dirs.contains_key(&hash) {
-                    self.live.appeared.push(Appeared {
-                        hash,
-                        is_dir: true,
-                        amount: 0,
-                        path: path(&entry),
+            let name = entry.name_bytes();
+            let hash = child_hash(parent, name);
+            let several_links = m.nlink > 1;
+            let c = Candidate {
+                hash,
+                amount,
+                is_dir: m.is_dir(),
+                several_links,
+                name_end: 0,
+            };
+            match old {
+                Some(old) => self.live.judge(old, topmost, dir, &c, name),
+                None => {
+                    waiting.names.extend_from_slice(name);
+                    waiting.entries.push(Candidate {
+                        name_end: waiting.names.len() as u32,
+                        ..c
                     });
                 }
-                continue;
             }
-            if self.old.files.contains(&hash) {
-                self.live.matched.push(hash);
-            } else if topmost && !(self.old.one_link_only && m.nlink > 1) {
-                self.live.appeared.push(Appeared {
-                    hash,
-                    is_dir: false,
-                    amount,
-                    path: path(&entry),
-                });
-            }
-            if m.nlink > 1 && !g.settings.count_links {
+            if c.is_dir {
+                *self.live.dirs.entry(hash).or_default() += amount;
+                sum += amount;
+            } else if several_links && !g.settings.count_links {
                 self.live.links.push(Link {
                     dev: m.dev,
                     ino: m.ino,
@@ -424,6 +619,15 @@ impl Visitor for LiveVisitor<'_> {
             } else {
                 sum += amount;
             }
+        }
+        if !waiting.entries.is_empty() {
+            waiting.parent = parent;
+            waiting.dir = dir.to_vec();
+            self.live.waiting_bytes += std::mem::size_of::<Candidate>() * waiting.entries.len()
+                + waiting.names.len()
+                + waiting.dir.len()
+                + std::mem::size_of::<Waiting>();
+            self.live.waiting.push(waiting);
         }
         if sum > 0 {
             for d in &self.chain {
@@ -441,9 +645,15 @@ impl Visitor for LiveVisitor<'_> {
     }
 }
 
-/// Scan `root` now and compare it with `old`, taking NEW's files out of
-/// it; and whether an entry could not be read (it was reported).
-fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, Vec<Appeared>, bool), String> {
+/// Scan `root` now while OLD is read from `old_file`, and compare them,
+/// taking NEW's files out of OLD; and whether an entry could not be read
+/// (it was reported).
+#[allow(clippy::type_complexity)]
+fn live_side(
+    settings: &Settings,
+    old_file: &[u8],
+    root: &[u8],
+) -> Result<(Side, Names, Side, Vec<Appeared>, bool), String> {
     let path = std::path::Path::new(std::ffi::OsStr::from_bytes(root));
     let m: Metadata = fnd_walk::meta::stat_path(path, true)
         .map_err(|e| format!("cannot access {}: {}", quote(root), error_text(&e)))?;
@@ -451,52 +661,82 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
         return Err(format!("{} is not a directory", quote(root)));
     }
     let grouping: &'static Grouping = Box::leak(Box::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?));
-    let mut dirs: HashMap<u64, u64> = HashMap::new();
+    let mut dirs: HashMap<u64, u64> = HashMap::default();
     dirs.insert(ROOT, Usage::of(&m, settings.measure, None).amount);
     let mut matched: Vec<u64> = Vec::new();
     let mut links = Vec::new();
     let mut appeared = Vec::new();
-    let old_files: &Side = old;
-    fnd_walk::Alone.visit(
-        grouping.walk(root, &m),
-        || LiveVisitor {
-            grouping,
-            old: old_files,
-            root_len: root_prefix(root),
-            measure: settings.measure,
-            live: Live::default(),
-            prefix: Vec::new(),
-            chain: Vec::new(),
-            scratch: Vec::new(),
-        },
-        |v| {
-            let live = v.live;
-            if dirs.len() < live.dirs.len() {
-                let mine = std::mem::replace(&mut dirs, live.dirs);
-                for (h, t) in mine {
-                    *dirs.entry(h).or_default() += t;
-                }
-            } else {
-                for (h, t) in live.dirs {
-                    *dirs.entry(h).or_default() += t;
+    let mut waiting = Vec::new();
+    let old_read = OldRead::new();
+    let measure = settings.measure;
+    std::thread::scope(|scope| {
+        let read_old = || {
+            // Should the reading end without a result, the walk must not
+            // wait for one.
+            struct Unread<'a>(&'a OldRead);
+            impl Drop for Unread<'_> {
+                fn drop(&mut self) {
+                    let _ = self.0.set(Err("OLD could not be read".into()));
                 }
             }
-            matched.extend(live.matched);
-            links.extend(live.links);
-            appeared.extend(live.appeared);
-        },
-    );
+            let _unread = Unread(&old_read);
+            let read = Input::open(old_file).and_then(|input| read_side(&input, old_file, measure, None));
+            let _ = old_read.set(read.map(|(side, names, _)| (side, names)));
+        };
+        // The mapping of OLD stays on the thread that reads it.
+        if std::thread::Builder::new().spawn_scoped(scope, read_old).is_err() {
+            // No thread to spare: OLD is read first.
+            read_old();
+        }
+        fnd_walk::Alone.visit(
+            grouping.walk(root, &m),
+            || LiveVisitor {
+                grouping,
+                old: &old_read,
+                root_len: root_prefix(root),
+                measure,
+                live: Live::default(),
+                prefix: Vec::new(),
+                chain: Vec::new(),
+                scratch: Vec::new(),
+            },
+            |v| {
+                let live = v.live;
+                if dirs.len() < live.dirs.len() {
+                    let mine = std::mem::replace(&mut dirs, live.dirs);
+                    for (h, t) in mine {
+                        *dirs.entry(h).or_default() += t;
+                    }
+                } else {
+                    for (h, t) in live.dirs {
+                        *dirs.entry(h).or_default() += t;
+                    }
+                }
+                matched.extend(live.matched);
+                links.extend(live.links);
+                appeared.extend(live.appeared);
+                waiting.extend(live.waiting);
+            },
+        );
+    });
+    let (mut old, names) = old_read.into_inner().ok_or("OLD was not read")??;
+    let mut rest = Live {
+        waiting,
+        ..Live::default()
+    };
+    rest.judge_waiting(&old);
+    appeared.extend(rest.appeared);
     resolve_links(links, &mut dirs);
-    for h in matched {
+    for h in matched.into_iter().chain(rest.matched) {
         old.files.remove(&h);
     }
     let side = Side {
-        files: HashSet::new(),
+        files: HashSet::default(),
         dirs,
         root: root.to_vec(),
         one_link_only: false,
     };
-    Ok((side, appeared, grouping.failed()))
+    Ok((old, names, side, appeared, grouping.failed()))
 }
 
 /// A directory whose total changed.
@@ -530,19 +770,46 @@ pub fn run(settings: Settings) -> ExitCode {
     }
 }
 
+/// The root OLD names, read from its first entry.
+fn root_of(input: &Input, file: &[u8], measure: Measure) -> Result<Vec<u8>, String> {
+    struct First(Option<Vec<u8>>);
+    const FOUND: &str = "found";
+    impl Sink for First {
+        fn entry(&mut self, e: &Entry<'_>) -> Result<(), String> {
+            self.0 = Some(e.name.to_vec());
+            Err(FOUND.into())
+        }
+        fn close(&mut self, _: usize) -> Result<(), String> {
+            Ok(())
+        }
+    }
+    let mut first = First(None);
+    match exports::read(input, measure, &mut first) {
+        Err(e) if e == FOUND => {}
+        Err(e) => return Err(format!("{}: {e}", quote(file))),
+        Ok(_) => {}
+    }
+    first.0.ok_or_else(|| format!("{}: no root", quote(file)))
+}
+
 fn compare(settings: &Settings) -> Result<bool, String> {
     let (old_file, new_file) = settings.diff.clone().ok_or("no --diff")?;
     let measure = settings.measure;
     let old_input = Input::open(&old_file)?;
-    let (mut old, _) = read_side(&old_input, &old_file, measure, None)?;
-    let new_file = new_file.unwrap_or_else(|| old.root.clone());
+    let new_file = match new_file {
+        Some(f) => f,
+        None => root_of(&old_input, &old_file, measure)?,
+    };
     let is_dir = std::fs::metadata(std::ffi::OsStr::from_bytes(&new_file)).is_ok_and(|m| m.is_dir());
-    let (new, mut appeared, failed) = if is_dir {
-        live_side(settings, &new_file, &mut old)?
+    let (old, names, new, mut appeared, failed) = if is_dir {
+        drop(old_input);
+        live_side(settings, &old_file, &new_file)?
     } else {
+        let (mut old, names, _) = read_side(&old_input, &old_file, measure, None)?;
+        drop(old_input);
         let input = Input::open(&new_file)?;
-        let (side, appeared) = read_side(&input, &new_file, measure, Some(&mut old))?;
-        (side, appeared, false)
+        let (side, _, appeared) = read_side(&input, &new_file, measure, Some(&mut old))?;
+        (old, names, side, appeared, false)
     };
     let top = |n: usize| if settings.top == 0 { n } else { settings.top.min(n) };
 
@@ -568,22 +835,13 @@ fn compare(settings: &Settings) -> Result<bool, String> {
     appeared.sort_unstable_by(|a, b| b.amount.cmp(&a.amount).then_with(|| a.path.cmp(&b.path)));
     appeared.truncate(top(appeared.len()));
 
-    // OLD again, for the paths of what is shown of it.
-    let mut paths = Paths {
-        new_dirs: &new.dirs,
-        gone_files: &old.files,
-        new_one_link_only: new.one_link_only,
-        old_dirs: &old.dirs,
-        wanted: changed.iter().map(|c| (c.hash, None)).collect(),
-        gone: Vec::new(),
-        open: Vec::new(),
-        path: Vec::new(),
-    };
-    exports::read(&old_input, measure, &mut paths).map_err(|e| format!("{}: {e}", quote(&old_file)))?;
-    let Paths { wanted, mut gone, .. } = paths;
+    // What is shown of OLD, named.
+    let wanted: HashSet<u64> = changed.iter().map(|c| c.hash).collect();
+    let paths = names.paths_of(&wanted);
     for c in &mut changed {
-        c.path = wanted.get(&c.hash).cloned().flatten().unwrap_or_default();
+        c.path = paths.get(&c.hash).cloned().unwrap_or_default();
     }
+    let mut gone = names.gone(&old, &new);
     changed.sort_by(|a, b| b.change().cmp(&a.change()).then_with(|| a.path.cmp(&b.path)));
     gone.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     gone.truncate(top(gone.len()));
@@ -733,7 +991,7 @@ mod tests {
         assert_ne!(a, child_hash(ROOT, b"b"));
         assert_ne!(child_hash(a, b"b"), child_hash(ROOT, b"ab"));
         assert_ne!(child_hash(ROOT, b"a\0"), a, "trailing zero bytes count");
-        let mut seen = HashSet::new();
+        let mut seen = HashSet::default();
         for i in 0..100_000u32 {
             assert!(seen.insert(child_hash(ROOT, format!("f{i}").as_bytes())));
         }
@@ -741,7 +999,7 @@ mod tests {
 
     #[test]
     fn links_count_once_at_the_lowest_hash() {
-        let mut dirs = HashMap::new();
+        let mut dirs = HashMap::default();
         let link = |hash, dir| Link {
             dev: 1,
             ino: 9,
@@ -753,5 +1011,51 @@ mod tests {
         assert_eq!(dirs.get(&200), Some(&10));
         assert_eq!(dirs.get(&100), None);
         assert_eq!(dirs.get(&ROOT), Some(&10));
+    }
+
+    #[test]
+    fn leb_round_trips() {
+        let mut out = Vec::new();
+        let values = [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX];
+        values.iter().for_each(|&n| put_leb(&mut out, n));
+        let mut at = 0;
+        for &n in &values {
+            assert_eq!(get_leb(&out, &mut at), n);
+        }
+        assert_eq!(at, out.len());
+        // Cut short: what is there, no panic.
+        let mut at = 0;
+        assert_eq!(get_leb(&[0x80, 0x80], &mut at), 0);
+    }
+
+    #[test]
+    fn names_give_the_paths_of_what_went() {
+        let long = "n".repeat(300);
+        let text = format!(
+            r#"[1,0,{{}},[{{"name":"/r"}},{{"name":"f","dsize":4096}},[{{"name":"{long}"}},{{"name":"g","dsize":8192}},[{{"name":"h"}},{{"name":"i","dsize":512}}]],{{"name":"j","dsize":1024}}]]"#
+        );
+        let input = Input::bytes(text.into_bytes());
+        let (old, names, _) = read_side(&input, b"old", Measure::Disk, None).unwrap();
+        assert_eq!(old.root, b"/r");
+        assert_eq!(names.path(0), b"");
+        assert_eq!(names.path(2), format!("{long}/h").as_bytes());
+        // NEW: only the root, so all that is directly in it went.
+        let mut new = Side::default();
+        new.dirs.insert(ROOT, 0);
+        let mut gone = names.gone(&old, &new);
+        gone.sort();
+        let expected: Vec<(u64, Vec<u8>)> = vec![
+            (1024, b"j".to_vec()),
+            (4096, b"f".to_vec()),
+            (8192 + 512, long.into_bytes()),
+        ];
+        assert_eq!(gone, expected);
+        // NEW has the long directory, without g: g went, and h.
+        let dir = child_hash(ROOT, "n".repeat(300).as_bytes());
+        new.dirs.insert(dir, 0);
+        let mut gone: Vec<Vec<u8>> = names.gone(&old, &new).into_iter().map(|g| g.1).collect();
+        gone.sort();
+        assert_eq!(gone.len(), 4, "f, j, g and h");
+        assert!(gone.contains(&format!("{}/g", "n".repeat(300)).into_bytes()));
     }
 }

@@ -229,3 +229,95 @@ fn bad_input_gets_one_line_and_status_1() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("extra operand 't'"), "{err}");
 }
+
+/// Lines as bytes, each path without its root's name.
+fn relative_bytes(text: &[u8], root: &[u8]) -> Vec<Vec<u8>> {
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let at = l.iter().rposition(|&b| b == b'\t').unwrap() + 1;
+            let path = &l[at..];
+            let rel = path.strip_prefix(root).unwrap_or(path);
+            [&l[..at], rel].concat()
+        })
+        .collect()
+}
+
+#[test]
+fn the_live_tree_and_its_export_give_the_same_diff() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    let root = cwd.join("t");
+    // Enough entries that the walk meets many before OLD is read.
+    for d in 0..40 {
+        for f in 0..50 {
+            write(&root.join(format!("d{d}/sub/f{f}")), 10 * f + d);
+        }
+    }
+    let long = "n".repeat(200);
+    let odd = std::ffi::OsStr::from_bytes(b"odd\xff\xfe");
+    write(&root.join("turns/into/file"), 5);
+    write(&root.join("was_file"), 7);
+    write(&root.join(&long).join("inside"), 3);
+    write(&root.join("d1").join(odd), 11);
+    write(&root.join("links/first"), 2000);
+    fs::hard_link(root.join("links/first"), root.join("links/second")).unwrap();
+    ok(&["-o", "old.ncdu", "t"], cwd);
+
+    fs::remove_dir_all(root.join("turns")).unwrap();
+    write(&root.join("turns"), 600);
+    fs::remove_file(root.join("was_file")).unwrap();
+    write(&root.join("was_file/now_inside"), 800);
+    fs::remove_file(root.join(&long).join("inside")).unwrap();
+    write(&root.join(&long).join("other"), 900);
+    fs::remove_file(root.join("d1").join(odd)).unwrap();
+    write(&root.join("d2").join(odd), 1100);
+    fs::remove_file(root.join("links/first")).unwrap();
+    for d in (0..40).step_by(7) {
+        fs::remove_dir_all(root.join(format!("d{d}/sub"))).unwrap();
+    }
+    ok(&["-o", "new.ncdu", "t"], cwd);
+
+    let abs = root.as_os_str().as_bytes();
+    for extra in [&["-b"][..], &["--json"], &["--inodes"]] {
+        let args = |new: &'static str| {
+            let mut a = vec!["--diff", "old.ncdu", new, "--top", "0"];
+            a.extend_from_slice(extra);
+            a
+        };
+        let exports = fdu(&args("new.ncdu"), cwd);
+        let live = fdu(&args("t"), cwd);
+        assert!(exports.status.success() && live.status.success(), "{extra:?}");
+        if extra == ["--json"] {
+            // The same figures in the same order (the paths are checked below).
+            let norm = |out: &[u8]| {
+                let mut v: serde_json::Value = serde_json::from_slice(out).unwrap();
+                v["new"] = serde_json::Value::Null;
+                for part in ["changed", "appeared", "gone"] {
+                    for item in v[part].as_array_mut().unwrap() {
+                        let item = item.as_object_mut().unwrap();
+                        item.remove("path");
+                        item.remove("path_bytes");
+                    }
+                }
+                v
+            };
+            assert_eq!(norm(&exports.stdout), norm(&live.stdout), "{extra:?}");
+            continue;
+        }
+        let lines = relative_bytes(&exports.stdout, abs);
+        assert_eq!(lines, relative_bytes(&live.stdout, b"t"), "{extra:?}");
+        let text = String::from_utf8_lossy(&exports.stdout);
+        for shown in [
+            "t/turns\n",
+            "t/was_file\n",
+            "t/d1/odd",
+            "t/d2/odd",
+            "/other\n",
+            "/inside\n",
+        ] {
+            assert!(text.contains(shown), "{extra:?}: {shown:?} in {text}");
+        }
+    }
+}
