@@ -115,7 +115,13 @@ pub struct Node {
     /// Deeper than `WALKED`: counted in `DEEP`, and the device and inode of
     /// the `WALKED` levels nearest the operand (shared down the branch).
     shallow_ids: Option<DeepIds>,
+    /// A stand-in ([`Node::stand_in`]): makes the node of the one
+    /// subdirectory it stands above.
+    arrival: Option<Box<Arrive>>,
 }
+
+/// What makes the node of a subdirectory another process handed over.
+type Arrive = dyn Fn() -> Node + Send + Sync;
 
 /// Levels `is_self_or_ancestor` walks up from a node. Below them a node
 /// is counted in `DEEP` by device and inode, and carries the ids of the
@@ -319,7 +325,38 @@ impl Node {
             inode_sort,
             finished: false,
             shallow_ids,
+            arrival: None,
         }
+    }
+
+    /// The parent of a subdirectory another process handed over, which
+    /// that process reads: it stands in for it here, and `arrive` makes the
+    /// subdirectory's node when the walk enters it (dropping `arrive`
+    /// unused settles one never entered). The stand-in itself counts,
+    /// prints and completes nothing.
+    pub fn stand_in(run: &'static Run, arrive: impl Fn() -> Node + Send + Sync + 'static) -> Node {
+        let listed = Listed {
+            own: Usage::default(),
+            position: 0,
+            dev: 0,
+            ino: 0,
+            detail: Detail::default(),
+        };
+        let mut node = Node::new(run, Parent::Operand, 0, b"", b"", listed, false);
+        node.parent = None;
+        node.finished = true;
+        node.arrival = Some(Box::new(arrive));
+        node
+    }
+
+    /// Whether it is a [`stand_in`](Self::stand_in).
+    pub fn is_stand_in(&self) -> bool {
+        self.arrival.is_some()
+    }
+
+    /// For a [`stand_in`](Self::stand_in): the node of its subdirectory.
+    pub fn arrive(&self) -> Option<Node> {
+        self.arrival.as_ref().map(|arrive| arrive())
     }
 
     /// The ids of this directory and those above it, up to the operand.

@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
-    TreeVisitor, WalkBuilder, Within,
+    ChunkBuf, Decision, DirEvent, DirHook, DirInfo, Error, Flow, Metadata, Nest, RawEntry, TreeOrder, TreeVisitor,
+    WalkBuilder, Within,
 };
 
 use crate::hardlinks;
@@ -67,10 +67,10 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
         .metadata(true)
         .min_depth(1)
         .follow_links(follow)
-        .filter(Some(Arc::new(Ancestry {
+        .hook(Ancestry {
             scan,
             root: (m.dev, m.ino),
-        })));
+        });
     let mut du = Du {
         scan,
         stack: Vec::new(),
@@ -125,9 +125,11 @@ struct Ancestry {
     root: (u64, u64),
 }
 
-impl EntryFilter for Ancestry {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let parent = parent.and_then(|p| p.clone().downcast::<Chain>().ok());
+impl DirHook for Ancestry {
+    type State = Chain;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Chain>>) -> Option<Arc<Chain>> {
+        let parent = parent.cloned();
         let id = match &parent {
             None => self.root,
             Some(p) => {
@@ -149,7 +151,7 @@ impl EntryFilter for Ancestry {
         }))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, here: Option<&Chain>, entry: &RawEntry<'_>) -> Decision {
         let scan = self.scan;
         let settings = &scan.run.settings;
         if scan.excludes.any() && scan.excludes.matches(&join(entry.parent_prefix, entry.name)) {
@@ -162,7 +164,6 @@ impl EntryFilter for Ancestry {
             return Decision::SKIP;
         };
         if settings.follow != Follow::All {
-            let here = state.and_then(|s| s.downcast_ref::<Chain>());
             if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), (m.dev, m.ino), c.ids_up())) {
                 return Decision::SKIP;
             }

@@ -10,7 +10,7 @@
 //! The walk runs in this process ([`Alone`]) or shared with other ranks of
 //! an MPI job (`crate::ranks`): then a subdirectory handed to another rank
 //! takes its parent's place in du's order and the way back for its total
-//! with it (the filter's `export_state`, through `crate::relay`).
+//! with it (the hook's `export_state`, through `crate::relay`).
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    Alone, Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Handover, ImportError, Metadata, Order,
-    RawEntry, Visitor, WalkBuilder, Walker,
+    Alone, Chunk, Decision, DirHook, DirInfo, Error, Flow, ImportError, Metadata, MovedDir, Order, RawEntry, Visitor,
+    WalkBuilder, Walker,
 };
 
 use crate::exclude::Excludes;
@@ -31,7 +31,7 @@ use crate::node::{self, file_position, join, Node};
 use crate::operands::Operands;
 use crate::output::Output;
 use crate::progress::Progress;
-use crate::relay::{Arrival, Relay};
+use crate::relay::Relay;
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
 use crate::tree::{Detail, TreeBuilder};
@@ -214,7 +214,7 @@ impl Scan {
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
-            .filter(Some(Arc::new(DuFilter { scan: self })));
+            .hook(DuHook { scan: self });
         let mut left = Leftovers::default();
         walker.visit(
             walk,
@@ -263,19 +263,20 @@ pub(crate) fn inode_sort_may_be_useful(path: &[u8]) -> bool {
 
 /// The engine hook: makes each directory's node, stats subdirectories,
 /// applies `--exclude`, `-x` and the operand rules.
-struct DuFilter {
+struct DuHook {
     scan: &'static Scan,
 }
 
-impl EntryFilter for DuFilter {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+impl DirHook for DuHook {
+    type State = Node;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Node>>) -> Option<Arc<Node>> {
         let scan = self.scan;
-        if let Some(arrival) = parent.and_then(|p| p.downcast_ref::<Arrival>()) {
+        if let Some(node) = parent.and_then(|p| p.arrive()) {
             scan.progress.entries.fetch_add(1, Relaxed);
-            return Some(Arc::new(arrival.enter()));
+            return Some(Arc::new(node));
         }
-        let parent = parent.and_then(|p| p.clone().downcast::<Node>().ok());
-        let node = match parent {
+        let node = match parent.cloned() {
             None => {
                 scan.root_entered.store(true, Relaxed);
                 let (own, detail) = scan
@@ -306,10 +307,11 @@ impl EntryFilter for DuFilter {
         Some(Arc::new(node))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, node: Option<&Node>, entry: &RawEntry<'_>) -> Decision {
         let scan = self.scan;
         let settings = &scan.run.settings;
-        let Some(node) = state.and_then(|s| (**s).downcast_ref::<Node>()) else {
+        // Every directory gets a node (`enter`).
+        let Some(node) = node else {
             return Decision::KEEP;
         };
         node.list_entry();
@@ -335,17 +337,21 @@ impl EntryFilter for DuFilter {
         }
     }
 
-    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+    /// A stand-in stays: its subdirectory came from another rank already.
+    fn export_state(&self, parent: &Arc<Node>, moved: &MovedDir<'_>) -> Option<Vec<u8>> {
         let relay = self.scan.relay.as_ref()?;
-        let parent = state.clone().downcast::<Node>().ok()?;
-        relay.hand_over(&parent, handover.name)
+        if parent.is_stand_in() {
+            return None;
+        }
+        relay.hand_over(parent, moved.name)
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], moved: &MovedDir<'_>) -> Result<Arc<Node>, ImportError> {
         let relay = self.scan.relay.as_ref().ok_or("fdu does not share this walk")?;
-        let h = handover;
-        let arrival = relay.receive(&self.scan.run, bytes, h.parent_path, h.parent_depth, h.name)?;
-        Ok(Arc::new(arrival))
+        let h = moved;
+        let run = &self.scan.run;
+        let arrival = relay.receive(run, bytes, h.parent_path, h.parent_depth, h.name)?;
+        Ok(Arc::new(Node::stand_in(run, move || arrival.enter())))
     }
 }
 
@@ -400,18 +406,15 @@ impl Visitor for DuVisitor {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         let scan = self.scan;
         let run = &scan.run;
-        let Some(state) = chunk.filter_state() else {
+        let Some(state) = chunk.state::<Node>() else {
             return Flow::Continue;
         };
-        let same = self
-            .node
-            .as_ref()
-            .is_some_and(|n| std::ptr::eq(Arc::as_ptr(n) as *const (), Arc::as_ptr(state) as *const ()));
+        let same = self.node.as_ref().is_some_and(|n| std::ptr::eq(Arc::as_ptr(n), state));
         if !same {
             // Chunks of one directory come in order on the thread that reads
             // it; holding its node keeps the address from being reused.
             self.let_go();
-            self.node = state.clone().downcast::<Node>().ok();
+            self.node = chunk.shared_state::<Node>();
             self.next_index = 0;
         }
         let Some(node) = self.node.clone() else {

@@ -15,12 +15,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
 
-use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder,
-    Walker,
-};
+use fnd_walk::{Chunk, Decision, EntryFilter, Error, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder, Walker};
 
 use crate::command::{identities, read_operands, stat_operands, trim_trailing_slashes};
 use crate::exclude::Excludes;
@@ -219,7 +215,7 @@ impl Grouping {
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
-            .filter(Some(Arc::new(ByFilter { grouping: self })))
+            .filter(ByFilter { grouping: self })
     }
 
     /// Whether the entry of a walk counts in this operand (one inside
@@ -331,11 +327,7 @@ struct ByFilter {
 }
 
 impl EntryFilter for ByFilter {
-    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        None
-    }
-
-    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, entry: &RawEntry<'_>) -> Decision {
         let g = self.grouping;
         if g.excludes.any() {
             let mut path = Vec::with_capacity(entry.parent_prefix.len() + entry.name.len());

@@ -201,7 +201,7 @@ impl Reader {
         }
         let root_index = job.parent.root;
         let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
-        let parent_state = parent.as_ref().and_then(|p| p.filter_state.clone());
+        let parent_state = parent.as_ref().and_then(|p| p.hook_state.clone());
         let mut dir = Dir::new(
             job.path(),
             depth + 1,
@@ -223,8 +223,8 @@ impl Reader {
             return Flow::Continue;
         }
         let mut listed = false;
-        if let Some(filter) = &settings.filter {
-            let probes = filter.probe_names();
+        if let Some(hook) = &settings.hook {
+            let probes = hook.probe_names();
             let mut present = Vec::new();
             if !probes.is_empty() {
                 let end_marks_trusted = self.end_marks_trusted(shared);
@@ -238,7 +238,7 @@ impl Reader {
                 fd: fd.as_fd(),
                 present: listed.then_some(&present[..]),
             };
-            dir.filter_state = filter.enter(&info, parent_state.as_ref());
+            dir.hook_state = hook.enter(&info, parent_state.as_ref());
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
@@ -383,8 +383,8 @@ impl Reader {
             } else {
                 file_type
             };
-            let decision = match &settings.filter {
-                Some(filter) => {
+            let decision = match &settings.hook {
+                Some(hook) => {
                     let raw_entry = RawEntry {
                         name,
                         parent_prefix: &dir.prefix,
@@ -393,7 +393,7 @@ impl Reader {
                         target_type,
                         dir_fd: fd,
                     };
-                    filter.decide(dir.filter_state.as_ref(), &raw_entry)
+                    hook.decide(dir.hook_state.as_ref(), &raw_entry)
                 }
                 None => Decision::KEEP,
             };
