@@ -80,7 +80,8 @@ struct Subdirs {
 
 /// One directory's running totals.
 pub struct Node {
-    run: &'static Run,
+    /// Shared with the scan: a node may complete after the walk that made it.
+    run: Arc<Run>,
     parent: Option<Parent>,
     depth: u32,
     /// Where the directory comes in its parent's listing, its device and inode.
@@ -218,13 +219,13 @@ impl Node {
     /// The node of an operand that is a directory, `own` its own usage, `id`
     /// its device and inode; `inode_sort`: its file system is one where fts
     /// sorts big directories by inode.
-    pub fn operand(run: &'static Run, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
+    pub fn operand(run: &Arc<Run>, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
         Node::operand_detailed(run, path, own, Detail::default(), id, inode_sort)
     }
 
     /// [`Node::operand`] with the operand's own detail, for a detailed tree.
     pub fn operand_detailed(
-        run: &'static Run,
+        run: &Arc<Run>,
         path: &[u8],
         own: Usage,
         detail: Detail,
@@ -253,15 +254,15 @@ impl Node {
             ino: u64::MAX,
             detail: Detail::new(0, 0, Detail::DIR),
         });
-        let (run, depth, inode_sort) = (parent.run, parent.depth + 1, parent.inode_sort);
-        Node::new(run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
+        let (run, depth, inode_sort) = (parent.run.clone(), parent.depth + 1, parent.inode_sort);
+        Node::new(&run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
     }
 
     /// The node of a directory another process listed and handed over:
     /// at `depth`, as `listed` there, `key` its own order key (its parent's
     /// and its own place), its total going to `parent`.
     pub fn adopted(
-        run: &'static Run,
+        run: &Arc<Run>,
         path: &[u8],
         depth: usize,
         listed: Listed,
@@ -276,7 +277,7 @@ impl Node {
     }
 
     fn new(
-        run: &'static Run,
+        run: &Arc<Run>,
         parent: Parent,
         depth: u32,
         path: &[u8],
@@ -304,7 +305,7 @@ impl Node {
             detail,
         } = listed;
         Node {
-            run,
+            run: run.clone(),
             parent: Some(parent),
             depth,
             position,
@@ -334,7 +335,7 @@ impl Node {
     /// subdirectory's node when the walk enters it (dropping `arrive`
     /// unused settles one never entered). The stand-in itself counts,
     /// prints and completes nothing.
-    pub fn stand_in(run: &'static Run, arrive: impl Fn() -> Node + Send + Sync + 'static) -> Node {
+    pub fn stand_in(run: &Arc<Run>, arrive: impl Fn() -> Node + Send + Sync + 'static) -> Node {
         let listed = Listed {
             own: Usage::default(),
             position: 0,
@@ -527,7 +528,7 @@ impl Node {
         if std::mem::replace(&mut self.finished, true) {
             return None;
         }
-        let run = self.run;
+        let run = &*self.run;
         let settings = &run.settings;
         let depth = self.depth as usize;
         let mut below = *self.below.get_mut();
@@ -666,7 +667,7 @@ pub mod testing {
     /// A run with fdu's settings for these arguments (always `-B1`), its
     /// output going to a file that [`Lines::take`] reads.
     pub struct Lines {
-        pub run: &'static Run,
+        pub run: Arc<Run>,
         file: std::fs::File,
     }
 
@@ -683,8 +684,7 @@ pub mod testing {
             };
             let file = tempfile::tempfile().unwrap();
             let writer = fnd_output::Writer::new(file.try_clone().unwrap().into());
-            // Leaked, as the command leaks its run: nodes refer to it for good.
-            let run = Box::leak(Box::new(Run::new(settings, Output::to(writer))));
+            let run = Arc::new(Run::new(settings, Output::to(writer)));
             Lines { run, file }
         }
 
@@ -701,7 +701,7 @@ pub mod testing {
 
         /// An operand's node; its own size is 1000.
         pub fn operand(&self, path: &str) -> Arc<Node> {
-            Arc::new(Node::operand(self.run, path.as_bytes(), usage(1000, 0), (0, 0), false))
+            Arc::new(Node::operand(&self.run, path.as_bytes(), usage(1000, 0), (0, 0), false))
         }
     }
 
@@ -808,7 +808,7 @@ mod tests {
     #[test]
     fn a_deep_node_finds_its_ancestors_shallow_and_deep() {
         let out = Lines::new(&["-s"]);
-        let run = out.run;
+        let run = &out.run;
         // Devices of their own, so that other tests' deep nodes never match.
         let dev = 0xdee9;
         let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (dev, 1_000_000), false));
@@ -834,10 +834,10 @@ mod tests {
     fn a_deep_chain_completes_on_a_small_stack() {
         let out = Lines::new(&["-s"]);
         let worker = std::thread::Builder::new().stack_size(64 * 1024);
-        let run = out.run;
+        let run = out.run.clone();
         worker
             .spawn(move || {
-                let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (0, 0), false));
+                let mut node = Arc::new(Node::operand(&run, b"r", usage(1, 0), (0, 0), false));
                 for level in 0..100_000 {
                     node.list_subdir(b"d", (0, level), usage(1, 0), Default::default());
                     let listed = node.claim(b"d");
@@ -848,6 +848,6 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
-        assert_eq!(run.grand_total().amount, 100_001);
+        assert_eq!(out.run.grand_total().amount, 100_001);
     }
 }

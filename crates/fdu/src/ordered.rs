@@ -43,7 +43,7 @@ pub fn applies(settings: &Settings) -> bool {
 }
 
 /// Walk an operand that is a directory and print its lines in du's order.
-pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
+pub fn scan_dir(scan: &Arc<Scan>, path: &[u8], m: &Metadata) {
     let settings = &scan.run.settings;
     scan.root_dev.store(m.dev, Relaxed);
     let follow = settings.follow == Follow::All;
@@ -68,7 +68,7 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
         .min_depth(1)
         .follow_links(follow)
         .hook(Ancestry {
-            scan,
+            scan: scan.clone(),
             root: (m.dev, m.ino),
         });
     let mut du = Du {
@@ -121,7 +121,7 @@ impl Drop for Chain {
 /// operands met inside others, cycles; directories are yielded (their
 /// own size and their place in the listing), then descended.
 struct Ancestry {
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     root: (u64, u64),
 }
 
@@ -152,7 +152,7 @@ impl DirHook for Ancestry {
     }
 
     fn decide(&self, here: Option<&Chain>, entry: &RawEntry<'_>) -> Decision {
-        let scan = self.scan;
+        let scan = &*self.scan;
         let settings = &scan.run.settings;
         if scan.excludes.any() && scan.excludes.matches(&join(entry.parent_prefix, entry.name)) {
             return Decision::SKIP;
@@ -193,8 +193,8 @@ struct Frame {
 }
 
 /// The consumer: du's `process_file`, in fts's order.
-struct Du {
-    scan: &'static Scan,
+struct Du<'a> {
+    scan: &'a Scan,
     stack: Vec<Frame>,
     /// The own usage of the directory whose subtree comes next (`None`:
     /// the entry before it was not a directory by its stat).
@@ -204,7 +204,7 @@ struct Du {
     lines: Vec<u8>,
 }
 
-impl Du {
+impl Du<'_> {
     fn write_lines(&mut self) {
         if !self.lines.is_empty() {
             self.scan.run.out.write(&self.lines);
@@ -224,7 +224,7 @@ impl Du {
     }
 }
 
-impl TreeVisitor for Du {
+impl TreeVisitor for Du<'_> {
     fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
         let own = if dir.depth == 0 {
             Some(self.root)

@@ -38,10 +38,12 @@ use crate::tree::{Detail, TreeBuilder};
 use crate::usage::{self, Usage};
 
 /// What one whole run's walks share: the run, and the few things that
-/// outlive a single operand's walk.
+/// outlive a single operand's walk. Held in an `Arc` by its walks' hooks
+/// and visitors (the browser scans again and again in one process), and
+/// the run by every node, which may complete after its walk.
 pub struct Scan {
-    pub run: Run,
-    pub progress: &'static Progress,
+    pub run: Arc<Run>,
+    pub progress: Arc<Progress>,
     pub(crate) excludes: Excludes,
     pub(crate) operands: Operands,
     /// Multiply-linked inodes already counted, across operands.
@@ -76,7 +78,7 @@ impl Scan {
         settings: Settings,
         out: Output,
         ids: &[Option<(u64, u64)>],
-        progress: &'static Progress,
+        progress: Arc<Progress>,
     ) -> Result<Scan, String> {
         Ok(Scan {
             excludes: Excludes::new(&settings.excludes)?,
@@ -90,7 +92,7 @@ impl Scan {
             root_entered: AtomicBool::new(false),
             inode_sort: AtomicBool::new(false),
             relay: None,
-            run: Run::new(settings, out),
+            run: Arc::new(Run::new(settings, out)),
         })
     }
 
@@ -181,7 +183,7 @@ impl Scan {
     }
 
     /// Walk an operand that is a directory, in parallel, and print its lines.
-    pub fn scan_dir(&'static self, path: &[u8], m: &Metadata) {
+    pub fn scan_dir(self: &Arc<Self>, path: &[u8], m: &Metadata) {
         let left = self.walk_dir(path, m, &Alone);
         // Nodes holding a multiply-linked file wait for the verdict on
         // which of its links came first; dropping the sightings lets them complete.
@@ -194,7 +196,7 @@ impl Scan {
 
     /// Walk an operand that is a directory through `walker`: what this
     /// process still holds when its part is over.
-    pub fn walk_dir(&'static self, path: &[u8], m: &Metadata, walker: &impl Walker) -> Leftovers {
+    pub fn walk_dir(self: &Arc<Self>, path: &[u8], m: &Metadata, walker: &impl Walker) -> Leftovers {
         let settings = &self.run.settings;
         self.root_dev.store(m.dev, Relaxed);
         self.root_ino.store(m.ino, Relaxed);
@@ -214,11 +216,11 @@ impl Scan {
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
-            .hook(DuHook { scan: self });
+            .hook(DuHook { scan: self.clone() });
         let mut left = Leftovers::default();
         walker.visit(
             walk,
-            || DuVisitor::new(self),
+            || DuVisitor::new(self.clone()),
             |v| {
                 let (sightings, held) = v.finish();
                 left.sightings.extend(sightings);
@@ -264,14 +266,14 @@ pub(crate) fn inode_sort_may_be_useful(path: &[u8]) -> bool {
 /// The engine hook: makes each directory's node, stats subdirectories,
 /// applies `--exclude`, `-x` and the operand rules.
 struct DuHook {
-    scan: &'static Scan,
+    scan: Arc<Scan>,
 }
 
 impl DirHook for DuHook {
     type State = Node;
 
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Node>>) -> Option<Arc<Node>> {
-        let scan = self.scan;
+        let scan = &*self.scan;
         if let Some(node) = parent.and_then(|p| p.arrive()) {
             scan.progress.entries.fetch_add(1, Relaxed);
             return Some(Arc::new(node));
@@ -308,7 +310,7 @@ impl DirHook for DuHook {
     }
 
     fn decide(&self, node: Option<&Node>, entry: &RawEntry<'_>) -> Decision {
-        let scan = self.scan;
+        let scan = &*self.scan;
         let settings = &scan.run.settings;
         // Every directory gets a node (`enter`).
         let Some(node) = node else {
@@ -358,7 +360,7 @@ impl DirHook for DuHook {
 /// Per worker thread: adds up the chunks of files, collects multiply-linked
 /// files for the end, buffers `-a` lines.
 struct DuVisitor {
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     node: Option<Arc<Node>>,
     /// Index of the next file in the current directory's listing.
     next_index: u32,
@@ -368,7 +370,7 @@ struct DuVisitor {
 }
 
 impl DuVisitor {
-    fn new(scan: &'static Scan) -> Self {
+    fn new(scan: Arc<Scan>) -> Self {
         DuVisitor {
             scan,
             node: None,
@@ -382,29 +384,30 @@ impl DuVisitor {
     /// The links set aside, and the directory held last (its file lines
     /// written): whoever takes it lets it complete.
     fn finish(mut self) -> (Vec<Sighting>, Option<Arc<Node>>) {
-        self.write_lines();
+        write_lines(&self.scan.run, &mut self.lines);
         (std::mem::take(&mut self.sightings), self.node.take())
     }
+}
 
-    /// Let go of the current directory, its file lines printed before it.
-    fn let_go(&mut self) {
-        if let Some(node) = self.node.take() {
-            node::let_go(node, &mut self.lines);
-        }
-        self.write_lines();
+/// Let go of the current directory, its file lines printed before it.
+/// (Of a visitor's fields, for `visit` borrows its scan meanwhile.)
+fn let_go(node: &mut Option<Arc<Node>>, lines: &mut Vec<u8>, run: &Run) {
+    if let Some(node) = node.take() {
+        node::let_go(node, lines);
     }
+    write_lines(run, lines);
+}
 
-    fn write_lines(&mut self) {
-        if !self.lines.is_empty() {
-            self.scan.run.out.write(&self.lines);
-            self.lines.clear();
-        }
+fn write_lines(run: &Run, lines: &mut Vec<u8>) {
+    if !lines.is_empty() {
+        run.out.write(lines);
+        lines.clear();
     }
 }
 
 impl Visitor for DuVisitor {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        let scan = self.scan;
+        let scan = &*self.scan;
         let run = &scan.run;
         let Some(state) = chunk.state::<Node>() else {
             return Flow::Continue;
@@ -413,7 +416,7 @@ impl Visitor for DuVisitor {
         if !same {
             // Chunks of one directory come in order on the thread that reads
             // it; holding its node keeps the address from being reused.
-            self.let_go();
+            let_go(&mut self.node, &mut self.lines, run);
             self.node = chunk.shared_state::<Node>();
             self.next_index = 0;
         }
@@ -485,7 +488,7 @@ impl Visitor for DuVisitor {
         scan.progress.bytes.fetch_add(disk, Relaxed);
         // Early is always safe: the directory cannot complete while held.
         if self.lines.len() >= 64 * 1024 {
-            self.write_lines();
+            write_lines(run, &mut self.lines);
         }
         if run.out.closed() {
             return Flow::Stop;
