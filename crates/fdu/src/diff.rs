@@ -27,6 +27,7 @@
 use std::collections::{HashMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use fnd_walk::{Chunk, Error, Flow, Metadata, Visitor, Walker};
 
@@ -323,7 +324,7 @@ struct Live {
 }
 
 struct LiveVisitor<'a> {
-    grouping: &'static Grouping,
+    grouping: &'a Grouping,
     old: &'a Side,
     /// How long the root's part of the walk's prefixes is.
     root_len: usize,
@@ -450,7 +451,7 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
     if !m.is_dir() {
         return Err(format!("{} is not a directory", quote(root)));
     }
-    let grouping: &'static Grouping = Box::leak(Box::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?));
+    let grouping = Arc::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?);
     let mut dirs: HashMap<u64, u64> = HashMap::new();
     dirs.insert(ROOT, Usage::of(&m, settings.measure, None).amount);
     let mut matched: Vec<u64> = Vec::new();
@@ -460,7 +461,7 @@ fn live_side(settings: &Settings, root: &[u8], old: &mut Side) -> Result<(Side, 
     fnd_walk::Alone.visit(
         grouping.walk(root, &m),
         || LiveVisitor {
-            grouping,
+            grouping: &grouping,
             old: old_files,
             root_len: root_prefix(root),
             measure: settings.measure,

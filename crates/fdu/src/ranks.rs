@@ -667,8 +667,8 @@ fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
     paths.iter_mut().for_each(command::trim_trailing_slashes);
     let metas = command::stat_operands(&paths, &settings);
     let ids = command::identities(&metas);
-    let grouping: &'static Grouping = match Grouping::new(settings, &ids) {
-        Ok(g) => Box::leak(Box::new(g)),
+    let grouping = match Grouping::new(settings, &ids) {
+        Ok(g) => Arc::new(g),
         Err(e) => {
             if rank == 0 {
                 report(&e);
@@ -705,7 +705,7 @@ fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
         let prepared = Job::prepare(rank, world.size(), Tuning::default(), None);
         let handle = prepared.handle();
         let walking = {
-            let (ranks, path) = (ranks.clone(), path.clone());
+            let (ranks, path, grouping) = (ranks.clone(), path.clone(), grouping.clone());
             std::thread::Builder::new()
                 .name("fdu-walk".into())
                 .spawn(move || {
