@@ -20,6 +20,7 @@
 //! are written against this contract, never against the reader.
 
 use std::any::Any;
+use std::mem::ManuallyDrop;
 use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 
@@ -303,8 +304,17 @@ pub(crate) trait ErasedHook: Send + Sync {
 /// of another type would read as none rather than panic.
 impl<H: DirHook> ErasedHook for H {
     fn enter(&self, dir: &DirInfo<'_>, parent: Option<&ErasedState>) -> Option<ErasedState> {
-        let parent = parent.and_then(|p| p.clone().downcast::<H::State>().ok());
-        let state: ErasedState = DirHook::enter(self, dir, parent.as_ref())?;
+        let parent = parent.filter(|p| p.is::<H::State>()).map(|p| {
+            // The parent's own `Arc`, borrowed: a clone here would be a
+            // second count per directory next to the one a hook that keeps
+            // its parent (the ignore rules) takes.
+            // SAFETY: `p` holds an `H::State` (checked above), made an
+            // `ErasedState` by unsizing an `Arc<H::State>`: `Arc::from_raw`
+            // takes its data pointer back as such, and `ManuallyDrop`
+            // leaves the count alone.
+            ManuallyDrop::new(unsafe { Arc::from_raw(Arc::as_ptr(p).cast::<H::State>()) })
+        });
+        let state: ErasedState = DirHook::enter(self, dir, parent.as_deref())?;
         Some(state)
     }
 
