@@ -98,6 +98,42 @@ impl Decision {
 /// state that travels is its parent's: the state the subdirectory's own
 /// [`enter`](DirHook::enter) is given as `parent` when the other process
 /// reads it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use fnd_walk::{DirHook, DirInfo, ImportError, MovedDir};
+///
+/// /// Counts the levels below the root; the count travels as one byte.
+/// struct Depth;
+/// impl DirHook for Depth {
+///     type State = u8;
+///     fn enter(&self, _: &DirInfo<'_>, parent: Option<&Arc<u8>>) -> Option<Arc<u8>> {
+///         Some(Arc::new(parent.map_or(0, |p| p.saturating_add(1))))
+///     }
+///     fn export_state(&self, depth: &Arc<u8>, _: &MovedDir<'_>) -> Option<Vec<u8>> {
+///         Some(vec![**depth])
+///     }
+///     fn import_state(&self, bytes: &[u8], _: &MovedDir<'_>) -> Result<Arc<u8>, ImportError> {
+///         match bytes {
+///             [depth] => Ok(Arc::new(*depth)),
+///             _ => Err("not a depth".into()),
+///         }
+///     }
+/// }
+///
+/// // `/srv/a/b`, handed over while `/srv/a` (depth 1) was being read.
+/// let moved = MovedDir {
+///     parent_path: b"/srv/a",
+///     parent_depth: 1,
+///     name: b"b",
+///     root: 0,
+///     root_path: b"/srv",
+///     follow_links: false,
+/// };
+/// let bytes = Depth.export_state(&Arc::new(1), &moved).unwrap();
+/// assert_eq!(*Depth.import_state(&bytes, &moved).unwrap(), 1);
+/// assert!(Depth.import_state(b"", &moved).is_err());
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct MovedDir<'a> {
     /// The parent's path as the walk spells it: the root as given, then
