@@ -15,26 +15,24 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use fnd_walk::ignore::IgnoreBuilder;
-use fnd_walk::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry, WalkBuilder};
+use fnd_walk::{DirHook, DirInfo, ImportError, MovedDir, WalkBuilder};
 use libfuzzer_sys::fuzz_target;
 
-/// A filter whose state is any short byte string.
+/// A hook whose state is any short byte string.
 struct Bytes;
 
-impl EntryFilter for Bytes {
-    fn enter(&self, dir: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
+impl DirHook for Bytes {
+    type State = usize;
+
+    fn enter(&self, dir: &DirInfo<'_>, _: Option<&Arc<usize>>) -> Option<Arc<usize>> {
         Some(Arc::new(dir.depth))
     }
 
-    fn decide(&self, _: Option<&FilterState>, _: &RawEntry<'_>) -> Decision {
-        Decision::KEEP
-    }
-
-    fn export_state(&self, _: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
+    fn export_state(&self, _: &Arc<usize>, _: &MovedDir<'_>) -> Option<Vec<u8>> {
         Some(Vec::new())
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], handover: &MovedDir<'_>) -> Result<Arc<usize>, ImportError> {
         if bytes.len() > 16 {
             return Err("too long".into());
         }
@@ -59,9 +57,9 @@ fn walks() -> &'static (PathBuf, Vec<WalkBuilder>) {
         let walk = WalkBuilder::new(&root).add_root(root.join("a"));
         let rules = || Some(IgnoreBuilder::new());
         let walks = vec![
-            walk.clone().filter(Some(Arc::new(Bytes))).ignore_rules(rules()),
+            walk.clone().hook(Bytes).ignore_rules(rules()),
             walk.clone().ignore_rules(rules()).follow_links(true),
-            walk.clone().filter(Some(Arc::new(Bytes))),
+            walk.clone().hook(Bytes),
             walk,
         ];
         (root, walks)

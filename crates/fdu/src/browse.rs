@@ -19,7 +19,7 @@ pub mod model;
 use std::io::{IsTerminal, Stdout};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
-use std::sync::{Once, OnceLock};
+use std::sync::{Arc, Once, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -36,7 +36,7 @@ use crate::tree::{Detail, Root, TreeNode};
 use model::{Actions, Key, Model, Outcome};
 
 /// How the browser scans: the one operand of `settings`, into a detailed tree.
-pub type ScanTree = fn(&Settings, &'static Progress) -> Option<Root>;
+pub type ScanTree = fn(&Settings, &Arc<Progress>) -> Option<Root>;
 
 /// The terminal in raw mode on the alternate screen, given back on drop.
 struct Screen {
@@ -212,15 +212,15 @@ fn draw(screen: &mut Screen, model: &mut Model) -> Result<usize, String> {
 /// The scan on its own thread; this one shows its progress and listens
 /// for `q` and Ctrl-C.
 fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) -> Result<Root, String> {
-    let progress: &'static Progress = Box::leak(Box::default());
-    let owned = settings.clone();
-    let worker = match std::thread::Builder::new().spawn(move || scan(&owned, progress)) {
+    let progress = Arc::<Progress>::default();
+    let owned = (settings.clone(), progress.clone());
+    let worker = match std::thread::Builder::new().spawn(move || scan(&owned.0, &owned.1)) {
         Ok(worker) => worker,
         // No thread to spare (`ulimit -u`, a pids cgroup): scan here,
         // without progress and without a key to stop it, as ncdu does.
         Err(_) => {
-            draw_progress(screen, settings, progress, Instant::now())?;
-            return scan(settings, progress).ok_or_else(|| "nothing to show".to_string());
+            draw_progress(screen, settings, &progress, Instant::now())?;
+            return scan(settings, &progress).ok_or_else(|| "nothing to show".to_string());
         }
     };
     let started = Instant::now();
@@ -228,7 +228,7 @@ fn scan_with_progress(screen: &mut Screen, settings: &Settings, scan: ScanTree) 
     while !worker.is_finished() {
         if drawn.is_none_or(|at| at.elapsed() >= REDRAW) {
             drawn = Some(Instant::now());
-            draw_progress(screen, settings, progress, started)?;
+            draw_progress(screen, settings, &progress, started)?;
         }
         // Short waits: the first screen follows the end of the scan by at
         // most this, not by a whole redraw period.
@@ -341,8 +341,7 @@ impl Actions for Disk<'_> {
         let mut settings = self.settings.clone();
         settings.operands = vec![path.to_vec()];
         settings.files0_from = None;
-        let progress: &'static Progress = Box::leak(Box::default());
-        let root = (self.scan)(&settings, progress)?;
+        let root = (self.scan)(&settings, &Arc::default())?;
         Some((root.node, root.detail))
     }
 }

@@ -29,6 +29,7 @@
 use std::hash::{BuildHasherDefault, Hasher};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use fnd_walk::{Chunk, Error, Flow, Metadata, Visitor, Walker};
 
@@ -509,7 +510,7 @@ impl Live {
 }
 
 struct LiveVisitor<'a> {
-    grouping: &'static Grouping,
+    grouping: &'a Grouping,
     old: &'a OldRead,
     /// How long the root's part of the walk's prefixes is.
     root_len: usize,
@@ -660,7 +661,7 @@ fn live_side(
     if !m.is_dir() {
         return Err(format!("{} is not a directory", quote(root)));
     }
-    let grouping: &'static Grouping = Box::leak(Box::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?));
+    let grouping = Arc::new(Grouping::new(settings.clone(), &[Some((m.dev, m.ino))])?);
     let mut dirs: HashMap<u64, u64> = HashMap::default();
     dirs.insert(ROOT, Usage::of(&m, settings.measure, None).amount);
     let mut matched: Vec<u64> = Vec::new();
@@ -691,7 +692,7 @@ fn live_side(
         fnd_walk::Alone.visit(
             grouping.walk(root, &m),
             || LiveVisitor {
-                grouping,
+                grouping: &grouping,
                 old: &old_read,
                 root_len: root_prefix(root),
                 measure,

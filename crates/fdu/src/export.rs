@@ -18,11 +18,9 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use std::sync::Arc;
-
 use fnd_walk::{
-    ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
-    TreeVisitor, WalkBuilder, Within,
+    ChunkBuf, Decision, DirEvent, EntryFilter, Error, Flow, Metadata, Nest, RawEntry, TreeOrder, TreeVisitor,
+    WalkBuilder, Within,
 };
 
 use crate::exclude::Excludes;
@@ -84,11 +82,7 @@ struct Leave {
 }
 
 impl EntryFilter for Leave {
-    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        None
-    }
-
-    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, entry: &RawEntry<'_>) -> Decision {
         if self.excludes.any() {
             let mut path = entry.parent_prefix.to_vec();
             path.extend_from_slice(entry.name);
@@ -274,10 +268,10 @@ pub fn write(settings: &Settings, root: &[u8], out: &mut (dyn Write + Send)) -> 
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == crate::settings::Follow::All)
-            .filter(Some(Arc::new(Leave {
+            .filter(Leave {
                 excludes,
                 other_fs_dev: settings.one_file_system.then_some(root_meta.dev),
-            })));
+            });
         // Entries by name: an export of the same tree reads the same every
         // time (and diffs cleanly), as before.
         walk.visit_tree(TreeOrder::new(Within::Name, Nest::AtEntry), &mut export);

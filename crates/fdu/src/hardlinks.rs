@@ -204,7 +204,7 @@ mod tests {
             (false, 10_001, "7\tr/listed-first/l"),
         ] {
             let mut out = Lines::new(&["-a"]);
-            let root = Arc::new(Node::operand(out.run, b"r", usage(1000, 0), (0, 0), inode_sort));
+            let root = Arc::new(Node::operand(&out.run, b"r", usage(1000, 0), (0, 0), inode_sort));
             let listed_first = enter(&root, "listed-first", 900, 0);
             let low_inode = enter(&root, "low-inode", 100, 0);
             for _ in 2..entries {

@@ -54,6 +54,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use cli::{Parsed, UsageError};
 use command::{
@@ -111,9 +112,9 @@ pub fn run() -> ExitCode {
     if settings.browse {
         return browse::run(settings, scan_tree);
     }
-    let progress: &'static progress::Progress = Box::leak(Box::default());
+    let progress = Arc::<progress::Progress>::default();
     let ticker = if settings.progress {
-        progress::Ticker::start(progress)
+        progress::Ticker::start(progress.clone())
     } else {
         None
     };
@@ -134,16 +135,19 @@ pub fn run() -> ExitCode {
 }
 
 /// The browser's scans: the one operand's detailed tree (`None` when it
-/// could not be read at all: the reason was reported).
-fn scan_tree(settings: &Settings, progress: &'static progress::Progress) -> Option<tree::Root> {
-    let (scan, _) = scan_operands(settings.clone(), progress);
+/// could not be read at all: the reason was reported). Its rescans (`r`, a
+/// failed delete) run here too, as often as asked in one process: the scan
+/// is let go of whole when it returns. Public for the test that checks so.
+#[doc(hidden)]
+pub fn scan_tree(settings: &Settings, progress: &Arc<progress::Progress>) -> Option<tree::Root> {
+    let (scan, _) = scan_operands(settings.clone(), progress.clone());
     scan.run.take_trees().into_iter().next()
 }
 
 /// Scan every operand as du does: their lines go to stdout (or their
 /// trees to the run); true when one could not be read. A `--files0-from`
 /// list is measured name by name as it is read.
-fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (&'static Scan, bool) {
+fn scan_operands(settings: Settings, progress: Arc<progress::Progress>) -> (Arc<Scan>, bool) {
     let Some(mut source) = OperandSource::open(&settings) else {
         std::process::exit(1)
     };
@@ -157,7 +161,7 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
     }
     let metas = stat_operands(&given, &settings);
     let ids = identities(&metas);
-    let mut scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
+    let scan = match Scan::new(settings, Output::stdout(), &ids, progress) {
         Ok(s) if streaming => s.streaming_operands(),
         Ok(s) => s,
         Err(e) => usage_exit(UsageError {
@@ -169,7 +173,7 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
     if scan.run.settings.json && scan.run.settings.tree.is_none() && !scan.run.settings.browse {
         scan.run.stream_json();
     }
-    let scan: &'static Scan = Box::leak(Box::new(scan));
+    let scan = Arc::new(scan);
     let run = &scan.run;
     let measure = |i: usize, op: &[u8], meta: &command::OperandMeta| {
         let m = match meta {
@@ -184,7 +188,7 @@ fn scan_operands(settings: Settings, progress: &'static progress::Progress) -> (
             return;
         }
         if m.is_dir() && ordered::applies(run) {
-            ordered::scan_dir(scan, op, m);
+            ordered::scan_dir(&scan, op, m);
         } else if m.is_dir() {
             scan.scan_dir(op, m);
         } else {
@@ -374,7 +378,7 @@ fn read_export(file: &[u8], settings: &Settings) -> Option<ncdu::Export> {
 
 /// The browser's tree of an export (`-f FILE -i`); `None` when it cannot
 /// be read (the reason was reported).
-fn export_tree(settings: &Settings, _: &'static progress::Progress) -> Option<tree::Root> {
+fn export_tree(settings: &Settings, _: &Arc<progress::Progress>) -> Option<tree::Root> {
     let export = read_export(settings.input_file.as_deref()?, settings)?;
     let run = run::Run::new(settings.clone(), Output::stdout());
     export.replay(&run);

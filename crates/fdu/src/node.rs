@@ -80,7 +80,8 @@ struct Subdirs {
 
 /// One directory's running totals.
 pub struct Node {
-    run: &'static Run,
+    /// Shared with the scan: a node may complete after the walk that made it.
+    run: Arc<Run>,
     parent: Option<Parent>,
     depth: u32,
     /// Where the directory comes in its parent's listing, its device and inode.
@@ -115,7 +116,13 @@ pub struct Node {
     /// Deeper than `WALKED`: counted in `DEEP`, and the device and inode of
     /// the `WALKED` levels nearest the operand (shared down the branch).
     shallow_ids: Option<DeepIds>,
+    /// A stand-in ([`Node::stand_in`]): makes the node of the one
+    /// subdirectory it stands above.
+    arrival: Option<Box<Arrive>>,
 }
+
+/// What makes the node of a subdirectory another process handed over.
+type Arrive = dyn Fn() -> Node + Send + Sync;
 
 /// Levels `is_self_or_ancestor` walks up from a node. Below them a node
 /// is counted in `DEEP` by device and inode, and carries the ids of the
@@ -212,13 +219,13 @@ impl Node {
     /// The node of an operand that is a directory, `own` its own usage, `id`
     /// its device and inode; `inode_sort`: its file system is one where fts
     /// sorts big directories by inode.
-    pub fn operand(run: &'static Run, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
+    pub fn operand(run: &Arc<Run>, path: &[u8], own: Usage, id: (u64, u64), inode_sort: bool) -> Node {
         Node::operand_detailed(run, path, own, Detail::default(), id, inode_sort)
     }
 
     /// [`Node::operand`] with the operand's own detail, for a detailed tree.
     pub fn operand_detailed(
-        run: &'static Run,
+        run: &Arc<Run>,
         path: &[u8],
         own: Usage,
         detail: Detail,
@@ -247,15 +254,15 @@ impl Node {
             ino: u64::MAX,
             detail: Detail::new(0, 0, Detail::DIR),
         });
-        let (run, depth, inode_sort) = (parent.run, parent.depth + 1, parent.inode_sort);
-        Node::new(run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
+        let (run, depth, inode_sort) = (parent.run.clone(), parent.depth + 1, parent.inode_sort);
+        Node::new(&run, Parent::Dir(parent), depth, path, name, listed, inode_sort)
     }
 
     /// The node of a directory another process listed and handed over:
     /// at `depth`, as `listed` there, `key` its own order key (its parent's
     /// and its own place), its total going to `parent`.
     pub fn adopted(
-        run: &'static Run,
+        run: &Arc<Run>,
         path: &[u8],
         depth: usize,
         listed: Listed,
@@ -270,7 +277,7 @@ impl Node {
     }
 
     fn new(
-        run: &'static Run,
+        run: &Arc<Run>,
         parent: Parent,
         depth: u32,
         path: &[u8],
@@ -298,7 +305,7 @@ impl Node {
             detail,
         } = listed;
         Node {
-            run,
+            run: run.clone(),
             parent: Some(parent),
             depth,
             position,
@@ -319,7 +326,38 @@ impl Node {
             inode_sort,
             finished: false,
             shallow_ids,
+            arrival: None,
         }
+    }
+
+    /// The parent of a subdirectory another process handed over, which
+    /// that process reads: it stands in for it here, and `arrive` makes the
+    /// subdirectory's node when the walk enters it (dropping `arrive`
+    /// unused settles one never entered). The stand-in itself counts,
+    /// prints and completes nothing.
+    pub fn stand_in(run: &Arc<Run>, arrive: impl Fn() -> Node + Send + Sync + 'static) -> Node {
+        let listed = Listed {
+            own: Usage::default(),
+            position: 0,
+            dev: 0,
+            ino: 0,
+            detail: Detail::default(),
+        };
+        let mut node = Node::new(run, Parent::Operand, 0, b"", b"", listed, false);
+        node.parent = None;
+        node.finished = true;
+        node.arrival = Some(Box::new(arrive));
+        node
+    }
+
+    /// Whether it is a [`stand_in`](Self::stand_in).
+    pub fn is_stand_in(&self) -> bool {
+        self.arrival.is_some()
+    }
+
+    /// For a [`stand_in`](Self::stand_in): the node of its subdirectory.
+    pub fn arrive(&self) -> Option<Node> {
+        self.arrival.as_ref().map(|arrive| arrive())
     }
 
     /// The ids of this directory and those above it, up to the operand.
@@ -490,7 +528,7 @@ impl Node {
         if std::mem::replace(&mut self.finished, true) {
             return None;
         }
-        let run = self.run;
+        let run = &*self.run;
         let settings = &run.settings;
         let depth = self.depth as usize;
         let mut below = *self.below.get_mut();
@@ -629,7 +667,7 @@ pub mod testing {
     /// A run with fdu's settings for these arguments (always `-B1`), its
     /// output going to a file that [`Lines::take`] reads.
     pub struct Lines {
-        pub run: &'static Run,
+        pub run: Arc<Run>,
         file: std::fs::File,
     }
 
@@ -646,8 +684,7 @@ pub mod testing {
             };
             let file = tempfile::tempfile().unwrap();
             let writer = fnd_output::Writer::new(file.try_clone().unwrap().into());
-            // Leaked, as the command leaks its run: nodes refer to it for good.
-            let run = Box::leak(Box::new(Run::new(settings, Output::to(writer))));
+            let run = Arc::new(Run::new(settings, Output::to(writer)));
             Lines { run, file }
         }
 
@@ -664,7 +701,7 @@ pub mod testing {
 
         /// An operand's node; its own size is 1000.
         pub fn operand(&self, path: &str) -> Arc<Node> {
-            Arc::new(Node::operand(self.run, path.as_bytes(), usage(1000, 0), (0, 0), false))
+            Arc::new(Node::operand(&self.run, path.as_bytes(), usage(1000, 0), (0, 0), false))
         }
     }
 
@@ -771,7 +808,7 @@ mod tests {
     #[test]
     fn a_deep_node_finds_its_ancestors_shallow_and_deep() {
         let out = Lines::new(&["-s"]);
-        let run = out.run;
+        let run = &out.run;
         // Devices of their own, so that other tests' deep nodes never match.
         let dev = 0xdee9;
         let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (dev, 1_000_000), false));
@@ -797,10 +834,10 @@ mod tests {
     fn a_deep_chain_completes_on_a_small_stack() {
         let out = Lines::new(&["-s"]);
         let worker = std::thread::Builder::new().stack_size(64 * 1024);
-        let run = out.run;
+        let run = out.run.clone();
         worker
             .spawn(move || {
-                let mut node = Arc::new(Node::operand(run, b"r", usage(1, 0), (0, 0), false));
+                let mut node = Arc::new(Node::operand(&run, b"r", usage(1, 0), (0, 0), false));
                 for level in 0..100_000 {
                     node.list_subdir(b"d", (0, level), usage(1, 0), Default::default());
                     let listed = node.claim(b"d");
@@ -811,6 +848,6 @@ mod tests {
             .unwrap()
             .join()
             .unwrap();
-        assert_eq!(run.grand_total().amount, 100_001);
+        assert_eq!(out.run.grand_total().amount, 100_001);
     }
 }

@@ -20,8 +20,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    ChunkBuf, Decision, DirEvent, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Nest, RawEntry, TreeOrder,
-    TreeVisitor, WalkBuilder, Within,
+    ChunkBuf, Decision, DirEvent, DirHook, DirInfo, Error, Flow, Metadata, Nest, RawEntry, TreeOrder, TreeVisitor,
+    WalkBuilder, Within,
 };
 
 use crate::hardlinks;
@@ -44,7 +44,7 @@ pub fn applies(run: &Run) -> bool {
 }
 
 /// Walk an operand that is a directory and print its lines in du's order.
-pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
+pub fn scan_dir(scan: &Arc<Scan>, path: &[u8], m: &Metadata) {
     let settings = &scan.run.settings;
     scan.root_dev.store(m.dev, Relaxed);
     let follow = settings.follow == Follow::All;
@@ -68,10 +68,10 @@ pub fn scan_dir(scan: &'static Scan, path: &[u8], m: &Metadata) {
         .metadata(true)
         .min_depth(1)
         .follow_links(follow)
-        .filter(Some(Arc::new(Ancestry {
-            scan,
+        .hook(Ancestry {
+            scan: scan.clone(),
             root: (m.dev, m.ino),
-        })));
+        });
     let mut du = Du {
         scan,
         operand: path,
@@ -123,13 +123,15 @@ impl Drop for Chain {
 /// operands met inside others, cycles; directories are yielded (their
 /// own size and their place in the listing), then descended.
 struct Ancestry {
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     root: (u64, u64),
 }
 
-impl EntryFilter for Ancestry {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let parent = parent.and_then(|p| p.clone().downcast::<Chain>().ok());
+impl DirHook for Ancestry {
+    type State = Chain;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Chain>>) -> Option<Arc<Chain>> {
+        let parent = parent.cloned();
         let id = match &parent {
             None => self.root,
             Some(p) => {
@@ -151,8 +153,8 @@ impl EntryFilter for Ancestry {
         }))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        let scan = self.scan;
+    fn decide(&self, here: Option<&Chain>, entry: &RawEntry<'_>) -> Decision {
+        let scan = &*self.scan;
         let settings = &scan.run.settings;
         if scan.excludes.any() && scan.excludes.matches(&join(entry.parent_prefix, entry.name)) {
             return Decision::SKIP;
@@ -164,7 +166,6 @@ impl EntryFilter for Ancestry {
             return Decision::SKIP;
         };
         if settings.follow != Follow::All {
-            let here = state.and_then(|s| s.downcast_ref::<Chain>());
             if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), (m.dev, m.ino), c.ids_up())) {
                 return Decision::SKIP;
             }
@@ -194,10 +195,10 @@ struct Frame {
 }
 
 /// The consumer: du's `process_file`, in fts's order.
-struct Du<'p> {
-    scan: &'static Scan,
+struct Du<'a> {
+    scan: &'a Scan,
     /// The operand as given (its name in `--json`).
-    operand: &'p [u8],
+    operand: &'a [u8],
     stack: Vec<Frame>,
     /// The own usage of the directory whose subtree comes next (`None`:
     /// the entry before it was not a directory by its stat).

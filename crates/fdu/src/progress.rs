@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -47,7 +47,7 @@ pub struct Ticker {
 
 impl Ticker {
     /// Start the progress thread when stderr is a terminal.
-    pub fn start(progress: &'static Progress) -> Option<Ticker> {
+    pub fn start(progress: Arc<Progress>) -> Option<Ticker> {
         if !fnd_mpi::stdio::stderr_is_terminal() {
             return None;
         }

@@ -156,7 +156,7 @@ struct Setup {
     bad_name: bool,
     metas: Vec<command::OperandMeta>,
     ids: Vec<Option<(u64, u64)>>,
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     relay: Arc<Relay>,
 }
 
@@ -176,9 +176,9 @@ impl Setup {
             Output::forwarded()
         };
         let relay = Arc::new(Relay::new(rank, size));
-        let progress: &'static crate::progress::Progress = Box::leak(Box::default());
-        let scan: &'static Scan = match Scan::new(settings, out, &ids, progress) {
-            Ok(scan) => Box::leak(Box::new(scan.with_relay(relay.clone()))),
+        let progress = Arc::default();
+        let scan = match Scan::new(settings, out, &ids, progress) {
+            Ok(scan) => Arc::new(scan.with_relay(relay.clone())),
             Err(e) => {
                 if rank == 0 {
                     report(&e);
@@ -229,7 +229,7 @@ impl Early {
             Ok(setup) if Ranks::test_pause().is_none() => match setup.metas.first() {
                 Some(Ok(m)) if m.is_dir() && setup.begins(0) => Some(StartedWalk::start(
                     (0, size),
-                    setup.scan,
+                    &setup.scan,
                     &setup.relay,
                     &setup.operands[0],
                     m,
@@ -257,7 +257,7 @@ fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>, earl
     let Ok(setup) = setup else {
         return 1;
     };
-    let scan = setup.scan;
+    let scan = &setup.scan;
     let run = &scan.run;
     let pause = Ranks::test_pause();
     let mut failed = setup.bad_name;
@@ -307,7 +307,7 @@ fn run_job(world: &World, settings: Settings, read: Option<wire::Operands>, earl
 
 /// An operand that is not a directory: rank 0 prints it, if its inode's
 /// owner says it was not counted yet.
-fn file_operand(world: &World, scan: &'static Scan, path: &[u8], m: &Metadata) {
+fn file_operand(world: &World, scan: &Scan, path: &[u8], m: &Metadata) {
     let rank = world.rank();
     if hardlinks::counted_once(&scan.run.settings, m.nlink) {
         let owner = owner(m.dev, m.ino, world.size());
@@ -337,7 +337,7 @@ impl StartedWalk {
     /// arrive.
     fn start(
         (rank, size): (usize, usize),
-        scan: &'static Scan,
+        scan: &Arc<Scan>,
         relay: &Arc<Relay>,
         path: &[u8],
         m: &Metadata,
@@ -352,6 +352,7 @@ impl StartedWalk {
         let (path, m) = (path.to_vec(), *m);
         let walking = {
             let ranks = ranks.clone();
+            let scan = scan.clone();
             std::thread::Builder::new()
                 .name("fdu-walk".into())
                 .spawn(move || {
@@ -371,7 +372,7 @@ impl StartedWalk {
 }
 
 /// Steps 2 to 4 for one operand that is a directory, its walk started.
-fn walk_operand(world: &World, scan: &'static Scan, relay: &Arc<Relay>, path: &[u8], walk: StartedWalk) {
+fn walk_operand(world: &World, scan: &Arc<Scan>, relay: &Arc<Relay>, path: &[u8], walk: StartedWalk) {
     let rank = world.rank();
     let StartedWalk { ranks, side, walking } = walk;
     let left = side.run(world, || {
@@ -449,14 +450,14 @@ struct JobSide {
     absorber: Absorber,
     prepared: Prepared,
     watch: Arc<Watch>,
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     relay: Arc<Relay>,
 }
 
 impl JobSide {
-    fn prepare(rank: usize, size: usize, scan: &'static Scan, relay: &Arc<Relay>, ranks: &Ranks) -> JobSide {
+    fn prepare(rank: usize, size: usize, scan: &Arc<Scan>, relay: &Arc<Relay>, ranks: &Ranks) -> JobSide {
         let absorber = Absorber::start(ranks, relay.clone());
-        let sink: Option<Arc<dyn fnd_mpi::Sink>> = (rank == 0).then(|| Arc::new(Rank0(scan)) as _);
+        let sink: Option<Arc<dyn fnd_mpi::Sink>> = (rank == 0).then(|| Arc::new(Rank0(scan.clone())) as _);
         let prepared = Job::prepare(rank, size, Tuning::default(), sink);
         // Set before the job starts: a small job may be over before this
         // rank gets past starting it, and `Watch` takes the courier back
@@ -476,7 +477,7 @@ impl JobSide {
             absorber,
             prepared,
             watch,
-            scan,
+            scan: scan.clone(),
             relay: relay.clone(),
         }
     }
@@ -600,7 +601,7 @@ impl Local for Watch {
 }
 
 /// Rank 0's stdout, where other ranks' lines go too.
-struct Rank0(&'static Scan);
+struct Rank0(Arc<Scan>);
 
 impl fnd_mpi::Sink for Rank0 {
     fn write(&self, _from: usize, stream: Stream, bytes: &[u8]) -> bool {
@@ -666,8 +667,8 @@ fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
     paths.iter_mut().for_each(command::trim_trailing_slashes);
     let metas = command::stat_operands(&paths, &settings);
     let ids = command::identities(&metas);
-    let grouping: &'static Grouping = match Grouping::new(settings, &ids) {
-        Ok(g) => Box::leak(Box::new(g)),
+    let grouping = match Grouping::new(settings, &ids) {
+        Ok(g) => Arc::new(g),
         Err(e) => {
             if rank == 0 {
                 report(&e);
@@ -704,7 +705,7 @@ fn by_job(world: &World, settings: Settings, operands: wire::Operands) -> u8 {
         let prepared = Job::prepare(rank, world.size(), Tuning::default(), None);
         let handle = prepared.handle();
         let walking = {
-            let (ranks, path) = (ranks.clone(), path.clone());
+            let (ranks, path, grouping) = (ranks.clone(), path.clone(), grouping.clone());
             std::thread::Builder::new()
                 .name("fdu-walk".into())
                 .spawn(move || {

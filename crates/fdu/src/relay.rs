@@ -100,7 +100,7 @@ impl Relay {
     /// for its subdirectory `name` of `parent_path` (at `parent_depth`).
     pub fn receive(
         self: &Arc<Self>,
-        run: &'static Run,
+        run: &Arc<Run>,
         bytes: &[u8],
         parent_path: &[u8],
         parent_depth: usize,
@@ -114,7 +114,7 @@ impl Relay {
         Ok(Arrival {
             adopted,
             relay: self.clone(),
-            run,
+            run: run.clone(),
             path: join(parent_path, name).into(),
             depth: parent_depth + 1,
             entered: AtomicBool::new(false),
@@ -167,7 +167,7 @@ impl Relay {
 pub struct Arrival {
     adopted: Adopted,
     relay: Arc<Relay>,
-    run: &'static Run,
+    run: Arc<Run>,
     path: Box<[u8]>,
     depth: usize,
     entered: AtomicBool,
@@ -188,7 +188,7 @@ impl Arrival {
             detail: Detail::default(),
         };
         Node::adopted(
-            self.run,
+            &self.run,
             &self.path,
             self.depth,
             listed,
@@ -249,7 +249,7 @@ mod tests {
         let near = enter(&root, "near", 8, 0);
         drop((near, root));
         assert_eq!(out.take(), ["100\tr/near"], "r waits for far");
-        let arrival = there.receive(out.run, &bytes, b"r", 0, b"far").unwrap();
+        let arrival = there.receive(&out.run, &bytes, b"r", 0, b"far").unwrap();
         assert_eq!(arrival.adopted.key.len(), 1);
         let far = Arc::new(arrival.enter());
         drop(arrival);
@@ -262,7 +262,7 @@ mod tests {
         assert_eq!(out.take(), ["1205\tr"]);
         assert!(here.absorb(&total).is_err(), "a total comes back once");
         assert!(
-            here.receive(out.run, &bytes, b"r", 0, b"far").is_err(),
+            here.receive(&out.run, &bytes, b"r", 0, b"far").is_err(),
             "not from this rank itself"
         );
     }
@@ -284,7 +284,7 @@ mod tests {
         );
         let bytes = here.hand_over(&root, b"locked").unwrap();
         drop(root);
-        drop(there.receive(out.run, &bytes, b"r", 0, b"locked").unwrap());
+        drop(there.receive(&out.run, &bytes, b"r", 0, b"locked").unwrap());
         assert_eq!(out.take(), ["100\tr/locked"]);
         let (_, total) = courier.0.lock().unwrap().pop().unwrap();
         here.absorb(&total).unwrap();

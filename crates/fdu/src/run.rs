@@ -3,7 +3,7 @@
 //! operands add up to (the grand total, and their trees for the views).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use fnd_walk::Metadata;
 
@@ -24,8 +24,8 @@ pub struct Run {
     /// Each operand's tree, for `--tree` and `--json`.
     trees: Mutex<Vec<Root>>,
     /// `--json` written as the operands are scanned (see
-    /// [`Run::stream_json`]); `None`: it is written from their trees.
-    json: Option<Mutex<Stream>>,
+    /// [`Run::stream_json`]); unset: it is written from their trees.
+    json: OnceLock<Mutex<Stream>>,
 }
 
 impl Run {
@@ -38,20 +38,21 @@ impl Run {
             grand_total: AtomicU64::new(0),
             grand_newest: Newest::new(Stamp::MIN),
             trees: Mutex::new(Vec::new()),
-            json: None,
+            json: OnceLock::new(),
         }
     }
 
     /// `--json` is written while the scan runs, from the ordered walk, and
     /// no tree is kept for it: an operand that is a directory is walked by
     /// `crate::ordered`, which writes its entries as they come.
-    pub fn stream_json(&mut self) {
-        self.json = Some(Mutex::new(Stream::new(self.settings.measure)));
+    /// Set before the scan starts (the run is shared with it from then on).
+    pub fn stream_json(&self) {
+        let _ = self.json.set(Mutex::new(Stream::new(self.settings.measure)));
     }
 
     /// The `--json` being written as the scan goes, if it is.
     pub fn json(&self) -> Option<MutexGuard<'_, Stream>> {
-        self.json.as_ref().map(|j| j.lock().unwrap_or_else(|e| e.into_inner()))
+        self.json.get().map(|j| j.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The root written last to `json` is complete: out it goes.

@@ -10,7 +10,7 @@
 //! The walk runs in this process ([`Alone`]) or shared with other ranks of
 //! an MPI job (`crate::ranks`): then a subdirectory handed to another rank
 //! takes its parent's place in du's order and the way back for its total
-//! with it (the filter's `export_state`, through `crate::relay`).
+//! with it (the hook's `export_state`, through `crate::relay`).
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
-    Alone, Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Handover, ImportError, Metadata, Order,
-    RawEntry, Visitor, WalkBuilder, Walker,
+    Alone, Chunk, Decision, DirHook, DirInfo, Error, Flow, ImportError, Metadata, MovedDir, Order, RawEntry, Visitor,
+    WalkBuilder, Walker,
 };
 
 use crate::exclude::Excludes;
@@ -31,17 +31,19 @@ use crate::node::{self, file_position, join, Node};
 use crate::operands::Operands;
 use crate::output::Output;
 use crate::progress::Progress;
-use crate::relay::{Arrival, Relay};
+use crate::relay::Relay;
 use crate::run::Run;
 use crate::settings::{Follow, Settings};
 use crate::tree::{Detail, TreeBuilder};
 use crate::usage::{self, Usage};
 
 /// What one whole run's walks share: the run, and the few things that
-/// outlive a single operand's walk.
+/// outlive a single operand's walk. Held in an `Arc` by its walks' hooks
+/// and visitors (the browser scans again and again in one process), and
+/// the run by every node, which may complete after its walk.
 pub struct Scan {
-    pub run: Run,
-    pub progress: &'static Progress,
+    pub run: Arc<Run>,
+    pub progress: Arc<Progress>,
     pub(crate) excludes: Excludes,
     pub(crate) operands: Operands,
     /// Multiply-linked inodes already counted, across operands.
@@ -76,7 +78,7 @@ impl Scan {
         settings: Settings,
         out: Output,
         ids: &[Option<(u64, u64)>],
-        progress: &'static Progress,
+        progress: Arc<Progress>,
     ) -> Result<Scan, String> {
         Ok(Scan {
             excludes: Excludes::new(&settings.excludes)?,
@@ -90,7 +92,7 @@ impl Scan {
             root_entered: AtomicBool::new(false),
             inode_sort: AtomicBool::new(false),
             relay: None,
-            run: Run::new(settings, out),
+            run: Arc::new(Run::new(settings, out)),
         })
     }
 
@@ -181,7 +183,7 @@ impl Scan {
     }
 
     /// Walk an operand that is a directory, in parallel, and print its lines.
-    pub fn scan_dir(&'static self, path: &[u8], m: &Metadata) {
+    pub fn scan_dir(self: &Arc<Self>, path: &[u8], m: &Metadata) {
         let left = self.walk_dir(path, m, &Alone);
         // Nodes holding a multiply-linked file wait for the verdict on
         // which of its links came first; dropping the sightings lets them complete.
@@ -194,7 +196,7 @@ impl Scan {
 
     /// Walk an operand that is a directory through `walker`: what this
     /// process still holds when its part is over.
-    pub fn walk_dir(&'static self, path: &[u8], m: &Metadata, walker: &impl Walker) -> Leftovers {
+    pub fn walk_dir(self: &Arc<Self>, path: &[u8], m: &Metadata, walker: &impl Walker) -> Leftovers {
         let settings = &self.run.settings;
         self.root_dev.store(m.dev, Relaxed);
         self.root_ino.store(m.ino, Relaxed);
@@ -214,11 +216,11 @@ impl Scan {
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
-            .filter(Some(Arc::new(DuFilter { scan: self })));
+            .hook(DuHook { scan: self.clone() });
         let mut left = Leftovers::default();
         walker.visit(
             walk,
-            || DuVisitor::new(self),
+            || DuVisitor::new(self.clone()),
             |v| {
                 let (sightings, held) = v.finish();
                 left.sightings.extend(sightings);
@@ -263,19 +265,20 @@ pub(crate) fn inode_sort_may_be_useful(path: &[u8]) -> bool {
 
 /// The engine hook: makes each directory's node, stats subdirectories,
 /// applies `--exclude`, `-x` and the operand rules.
-struct DuFilter {
-    scan: &'static Scan,
+struct DuHook {
+    scan: Arc<Scan>,
 }
 
-impl EntryFilter for DuFilter {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let scan = self.scan;
-        if let Some(arrival) = parent.and_then(|p| p.downcast_ref::<Arrival>()) {
+impl DirHook for DuHook {
+    type State = Node;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Node>>) -> Option<Arc<Node>> {
+        let scan = &*self.scan;
+        if let Some(node) = parent.and_then(|p| p.arrive()) {
             scan.progress.entries.fetch_add(1, Relaxed);
-            return Some(Arc::new(arrival.enter()));
+            return Some(Arc::new(node));
         }
-        let parent = parent.and_then(|p| p.clone().downcast::<Node>().ok());
-        let node = match parent {
+        let node = match parent.cloned() {
             None => {
                 scan.root_entered.store(true, Relaxed);
                 let (own, detail) = scan
@@ -306,10 +309,11 @@ impl EntryFilter for DuFilter {
         Some(Arc::new(node))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        let scan = self.scan;
+    fn decide(&self, node: Option<&Node>, entry: &RawEntry<'_>) -> Decision {
+        let scan = &*self.scan;
         let settings = &scan.run.settings;
-        let Some(node) = state.and_then(|s| (**s).downcast_ref::<Node>()) else {
+        // Every directory gets a node (`enter`).
+        let Some(node) = node else {
             return Decision::KEEP;
         };
         node.list_entry();
@@ -335,24 +339,28 @@ impl EntryFilter for DuFilter {
         }
     }
 
-    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+    /// A stand-in stays: its subdirectory came from another rank already.
+    fn export_state(&self, parent: &Arc<Node>, moved: &MovedDir<'_>) -> Option<Vec<u8>> {
         let relay = self.scan.relay.as_ref()?;
-        let parent = state.clone().downcast::<Node>().ok()?;
-        relay.hand_over(&parent, handover.name)
+        if parent.is_stand_in() {
+            return None;
+        }
+        relay.hand_over(parent, moved.name)
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], moved: &MovedDir<'_>) -> Result<Arc<Node>, ImportError> {
         let relay = self.scan.relay.as_ref().ok_or("fdu does not share this walk")?;
-        let h = handover;
-        let arrival = relay.receive(&self.scan.run, bytes, h.parent_path, h.parent_depth, h.name)?;
-        Ok(Arc::new(arrival))
+        let h = moved;
+        let run = &self.scan.run;
+        let arrival = relay.receive(run, bytes, h.parent_path, h.parent_depth, h.name)?;
+        Ok(Arc::new(Node::stand_in(run, move || arrival.enter())))
     }
 }
 
 /// Per worker thread: adds up the chunks of files, collects multiply-linked
 /// files for the end, buffers `-a` lines.
 struct DuVisitor {
-    scan: &'static Scan,
+    scan: Arc<Scan>,
     node: Option<Arc<Node>>,
     /// Index of the next file in the current directory's listing.
     next_index: u32,
@@ -362,7 +370,7 @@ struct DuVisitor {
 }
 
 impl DuVisitor {
-    fn new(scan: &'static Scan) -> Self {
+    fn new(scan: Arc<Scan>) -> Self {
         DuVisitor {
             scan,
             node: None,
@@ -376,42 +384,40 @@ impl DuVisitor {
     /// The links set aside, and the directory held last (its file lines
     /// written): whoever takes it lets it complete.
     fn finish(mut self) -> (Vec<Sighting>, Option<Arc<Node>>) {
-        self.write_lines();
+        write_lines(&self.scan.run, &mut self.lines);
         (std::mem::take(&mut self.sightings), self.node.take())
     }
+}
 
-    /// Let go of the current directory, its file lines printed before it.
-    fn let_go(&mut self) {
-        if let Some(node) = self.node.take() {
-            node::let_go(node, &mut self.lines);
-        }
-        self.write_lines();
+/// Let go of the current directory, its file lines printed before it.
+/// (Of a visitor's fields, for `visit` borrows its scan meanwhile.)
+fn let_go(node: &mut Option<Arc<Node>>, lines: &mut Vec<u8>, run: &Run) {
+    if let Some(node) = node.take() {
+        node::let_go(node, lines);
     }
+    write_lines(run, lines);
+}
 
-    fn write_lines(&mut self) {
-        if !self.lines.is_empty() {
-            self.scan.run.out.write(&self.lines);
-            self.lines.clear();
-        }
+fn write_lines(run: &Run, lines: &mut Vec<u8>) {
+    if !lines.is_empty() {
+        run.out.write(lines);
+        lines.clear();
     }
 }
 
 impl Visitor for DuVisitor {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
-        let scan = self.scan;
+        let scan = &*self.scan;
         let run = &scan.run;
-        let Some(state) = chunk.filter_state() else {
+        let Some(state) = chunk.state::<Node>() else {
             return Flow::Continue;
         };
-        let same = self
-            .node
-            .as_ref()
-            .is_some_and(|n| std::ptr::eq(Arc::as_ptr(n) as *const (), Arc::as_ptr(state) as *const ()));
+        let same = self.node.as_ref().is_some_and(|n| std::ptr::eq(Arc::as_ptr(n), state));
         if !same {
             // Chunks of one directory come in order on the thread that reads
             // it; holding its node keeps the address from being reused.
-            self.let_go();
-            self.node = state.clone().downcast::<Node>().ok();
+            let_go(&mut self.node, &mut self.lines, run);
+            self.node = chunk.shared_state::<Node>();
             self.next_index = 0;
         }
         let Some(node) = self.node.clone() else {
@@ -482,7 +488,7 @@ impl Visitor for DuVisitor {
         scan.progress.bytes.fetch_add(disk, Relaxed);
         // Early is always safe: the directory cannot complete while held.
         if self.lines.len() >= 64 * 1024 {
-            self.write_lines();
+            write_lines(run, &mut self.lines);
         }
         if run.out.closed() {
             return Flow::Stop;

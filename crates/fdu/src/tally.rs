@@ -17,10 +17,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
-use fnd_walk::{
-    Chunk, Decision, DirInfo, EntryFilter, Error, FilterState, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder,
-    Walker,
-};
+use fnd_walk::{Chunk, Decision, EntryFilter, Error, Flow, Metadata, Order, RawEntry, Visitor, WalkBuilder, Walker};
 
 use crate::command::{identities, read_operands, stat_operands, trim_trailing_slashes};
 use crate::exclude::Excludes;
@@ -209,7 +206,7 @@ impl Grouping {
     /// The parallel walk below the directory `path` (metadata `m`), with
     /// stats, `--exclude`, `-x`, `-L` and the operand rules (`--diff`'s
     /// live side walks the same way).
-    pub fn walk(&'static self, path: &[u8], m: &Metadata) -> WalkBuilder {
+    pub fn walk(self: &Arc<Self>, path: &[u8], m: &Metadata) -> WalkBuilder {
         self.root_dev.store(m.dev, Relaxed);
         let settings = &self.settings;
         WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
@@ -219,7 +216,7 @@ impl Grouping {
             .metadata(true)
             .min_depth(1)
             .follow_links(settings.follow == Follow::All)
-            .filter(Some(Arc::new(ByFilter { grouping: self })))
+            .filter(ByFilter { grouping: self.clone() })
     }
 
     /// Whether the entry of a walk counts in this operand (one inside
@@ -252,7 +249,7 @@ impl Grouping {
     }
 
     /// An operand: itself, and below it if it is a directory, walked by `walker`.
-    pub fn operand(&'static self, path: &[u8], m: &Metadata, walker: &impl Walker, include_self: bool) -> Found {
+    pub fn operand(self: &Arc<Self>, path: &[u8], m: &Metadata, walker: &impl Walker, include_self: bool) -> Found {
         let mut found = Found::default();
         let mut buf = Vec::new();
         if include_self {
@@ -327,16 +324,12 @@ impl PathOrName<'_> {
 /// keeps no state per directory, so directories travel freely between
 /// the ranks of an MPI job.
 struct ByFilter {
-    grouping: &'static Grouping,
+    grouping: Arc<Grouping>,
 }
 
 impl EntryFilter for ByFilter {
-    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        None
-    }
-
-    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        let g = self.grouping;
+    fn decide(&self, entry: &RawEntry<'_>) -> Decision {
+        let g = &*self.grouping;
         if g.excludes.any() {
             let mut path = Vec::with_capacity(entry.parent_prefix.len() + entry.name.len());
             path.extend_from_slice(entry.parent_prefix);
@@ -358,14 +351,14 @@ impl EntryFilter for ByFilter {
     }
 }
 
-struct ByVisitor {
-    grouping: &'static Grouping,
+struct ByVisitor<'a> {
+    grouping: &'a Grouping,
     found: Found,
     buf: Vec<u8>,
     path: Vec<u8>,
 }
 
-impl Visitor for ByVisitor {
+impl Visitor for ByVisitor<'_> {
     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
         let g = self.grouping;
         for entry in chunk.iter() {
@@ -403,8 +396,8 @@ pub fn run(settings: Settings) -> std::process::ExitCode {
     operands.iter_mut().for_each(trim_trailing_slashes);
     let metas = stat_operands(&operands, &settings);
     let ids = identities(&metas);
-    let grouping: &'static Grouping = match Grouping::new(settings, &ids) {
-        Ok(g) => Box::leak(Box::new(g)),
+    let grouping = match Grouping::new(settings, &ids) {
+        Ok(g) => Arc::new(g),
         Err(e) => {
             report(&e);
             return std::process::ExitCode::from(1);

@@ -16,12 +16,14 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use fnd_index::format::Index;
 use fnd_index::store::{self, Loaded, OpenError};
 use fnd_index::{build, refresh};
+use fnd_walk::ignore::Level;
 use fnd_walk::meta::stat_path;
-use fnd_walk::{DirInfo, EntryFilter, FileType, FilterState, Metadata, Order, RawEntry};
+use fnd_walk::{DirHook, DirInfo, FileType, Metadata, Order, RawEntry};
 
 use crate::early::sort_key;
 use crate::error::{print_error, Outcome};
@@ -229,8 +231,9 @@ fn replay<W: Emit>(
     placeholder: BorrowedFd<'_>,
     out: &mut Out<W>,
 ) -> bool {
-    // (directory row, its path as spelt, its depth, its filter state)
-    let mut stack: Vec<(u32, Vec<u8>, usize, Option<FilterState>)> = vec![(start, root.to_vec(), 0, None)];
+    // (directory row, its path as spelt, its depth, its ignore rules)
+    type Pending = (u32, Vec<u8>, usize, Option<Arc<Level>>);
+    let mut stack: Vec<Pending> = vec![(start, root.to_vec(), 0, None)];
     let probes: &[Vec<u8>] = finder.map_or(&[], |f| f.probe_names());
     let mut present = vec![false; probes.len()];
     let mut prefix = Vec::new();
@@ -301,7 +304,7 @@ fn replay<W: Emit>(
                         target_type: e.file_type,
                         dir_fd: fd,
                     };
-                    f.decide_named(state.as_ref(), &raw, || match names {
+                    f.decide_named(state.as_deref(), &raw, || match names {
                         Some(m) => m[e.name_id as usize],
                         None => f.selection.name_matches(&raw),
                     })

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use fnd_walk::ignore::IgnoreFilter;
+use fnd_walk::ignore::{IgnoreFilter, Level};
 use fnd_walk::{
-    Alone, Chunk, ChunkBuf, Decision, DirInfo, EntryFilter, EntryRef, Error, ErrorKind, FilterState, Flow, Handover,
-    ImportError, Order, RawEntry, Sort, TreeOrder, TreeVisitor, Visitor, WalkBuilder, Walker,
+    Alone, Chunk, ChunkBuf, Decision, DirHook, DirInfo, EntryRef, Error, ErrorKind, Flow, ImportError, MovedDir, Order,
+    RawEntry, Sort, TreeOrder, TreeVisitor, Visitor, WalkBuilder, Walker,
 };
 
 use crate::early::{EarlyResults, Offer};
@@ -75,8 +75,11 @@ pub struct Finder {
     pub prune: bool,
 }
 
-impl EntryFilter for Finder {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+impl DirHook for Finder {
+    /// The ignore rules' state: the search criteria need none.
+    type State = Level;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Level>>) -> Option<Arc<Level>> {
         self.ignore.as_ref().and_then(|i| i.enter(dir, parent))
     }
 
@@ -85,28 +88,28 @@ impl EntryFilter for Finder {
     }
 
     /// The state is the ignore rules': they travel to another MPI rank.
-    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+    fn export_state(&self, state: &Arc<Level>, handover: &MovedDir<'_>) -> Option<Vec<u8>> {
         self.ignore.as_ref()?.export_state(state, handover)
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], handover: &MovedDir<'_>) -> Result<Arc<Level>, ImportError> {
         match &self.ignore {
             Some(ignore) => ignore.import_state(bytes, handover),
             None => Err("filter state for a search without ignore rules".into()),
         }
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, state: Option<&Level>, entry: &RawEntry<'_>) -> Decision {
         self.decide_named(state, entry, || self.selection.name_matches(entry))
     }
 }
 
 impl Finder {
-    /// [`EntryFilter::decide`], with whether the name matches known some
+    /// [`DirHook::decide`], with whether the name matches known some
     /// other way (asked only when it matters).
     pub fn decide_named(
         &self,
-        state: Option<&FilterState>,
+        state: Option<&Level>,
         entry: &RawEntry<'_>,
         name_matches: impl FnOnce() -> bool,
     ) -> Decision {
@@ -339,14 +342,12 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         builder = builder.add_root(root);
     }
     let needs_finder = ignore.is_some() || !search.selection.selects_all() || search.prune || search.skip_hidden;
-    let finder = needs_finder.then(|| {
-        Arc::new(Finder {
-            skip_hidden: search.skip_hidden,
-            ignore,
-            selection: search.selection.clone(),
-            min_depth: search.min_depth,
-            prune: search.prune,
-        }) as Arc<dyn EntryFilter>
+    let finder = needs_finder.then(|| Finder {
+        skip_hidden: search.skip_hidden,
+        ignore,
+        selection: search.selection.clone(),
+        min_depth: search.min_depth,
+        prune: search.prune,
     });
     builder = builder
         .order(search.order)
@@ -358,8 +359,10 @@ pub fn run_on<W: Emit + Send>(mut search: Search, writer: impl Fn() -> W + Sync,
         .max_depth(search.max_depth)
         .follow_links(search.follow)
         .same_file_system(search.one_file_system)
-        .sort(search.sort)
-        .filter(finder);
+        .sort(search.sort);
+    if let Some(finder) = finder {
+        builder = builder.hook(finder);
+    }
 
     let shared = Shared {
         search: &search,

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use fnd_walk::meta::stat_synced;
-use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FileType, FilterState, Flow, RawEntry, Visitor, WalkBuilder};
+use fnd_walk::{Chunk, Decision, DirHook, DirInfo, FileType, Flow, RawEntry, Visitor, WalkBuilder};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::format::{Index, IndexWriter, NameTable, RowStamp, Stamp};
@@ -99,13 +99,8 @@ impl Shards {
     }
 }
 
-/// The filter state of an entered directory: its number.
+/// The hook's state for an entered directory: its number.
 struct DirNumber(u32);
-
-/// The directory numbered by a chunk's or a parent's filter state.
-fn number(state: Option<&FilterState>) -> Option<u32> {
-    state.and_then(|s| s.downcast_ref::<DirNumber>()).map(|n| n.0)
-}
 
 /// What a listing found: the directories entered, by number; where each
 /// one's entries are; each one's subdirectories, with their names; and
@@ -220,7 +215,7 @@ impl Visitor for Collect {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
         // Every directory entered has a number (`Stamper::enter`): without
         // it the entries would have no place, and the index would lack them.
-        let Some(dir) = number(chunk.filter_state()) else {
+        let Some(&DirNumber(dir)) = chunk.state::<DirNumber>() else {
             self.shards.lost.store(true, Ordering::Relaxed);
             return Flow::Stop;
         };
@@ -260,7 +255,7 @@ impl Visitor for Collect {
 /// Which directories (by path) a listing leaves out.
 pub type Skip = Arc<dyn Fn(&[u8]) -> bool + Send + Sync>;
 
-/// The walk's filter for a listing: numbers each directory entered and
+/// The walk's hook for a listing: numbers each directory entered and
 /// records it with its stamp, from a stat of the descriptor the walk has
 /// just opened, before it reads it (an `fstatat` of each subdirectory from
 /// its parent, a path lookup each, was a seventh of a build), asked of the
@@ -274,14 +269,16 @@ struct Stamper {
     started: i64,
 }
 
-impl EntryFilter for Stamper {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+impl DirHook for Stamper {
+    type State = DirNumber;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<DirNumber>>) -> Option<Arc<DirNumber>> {
         let stamp = stat_synced(dir.fd, b"")
             .ok()
             .map(|m| kept_stamp(Stamp::from(&m), self.started, now_nanos));
         let this = self.shards.next_dir.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shards.mine();
-        let record = match number(parent) {
+        let record = match parent.map(|p| p.0) {
             Some(parent) if dir.depth > 0 => {
                 let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
                 Record {
@@ -303,7 +300,7 @@ impl EntryFilter for Stamper {
         Some(Arc::new(DirNumber(this)))
     }
 
-    fn decide(&self, _: Option<&FilterState>, e: &RawEntry<'_>) -> Decision {
+    fn decide(&self, _: Option<&DirNumber>, e: &RawEntry<'_>) -> Decision {
         let skipped = match &self.skip {
             Some(skip) if e.is_dir() => {
                 let mut p = Vec::with_capacity(e.parent_prefix.len() + e.name.len());
@@ -384,11 +381,11 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         .io_depth(if local { threads } else { 0 })
         .min_depth(1)
         .lenient(true)
-        .filter(Some(Arc::new(Stamper {
+        .hook(Stamper {
             skip,
             shards: shards.clone(),
             started: now_nanos(),
-        })));
+        });
     walk.visit(|| Collect { shards: shards.clone() }, drop);
     if shards.lost.load(Ordering::Relaxed) {
         return Err(io::Error::other(

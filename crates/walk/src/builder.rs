@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use crate::filter::{EntryFilter, RawEntry};
+use crate::filter::{DirHook, EntryFilter, ErasedHook, RawEntry, Stateless};
 use crate::hooks::{Keep, Prune};
 use crate::ignore::IgnoreBuilder;
 use crate::settings::{Order, Settings, Sort};
@@ -27,11 +27,15 @@ use crate::settings::{Order, Settings, Sort};
 #[derive(Clone)]
 pub(crate) struct Config {
     /// The options the layers below read, as given: `threads`, `io_depth`
-    /// and `filter` are resolved when the walk starts.
+    /// and `hook` are resolved when the walk starts.
     pub(crate) settings: Settings,
     pub(crate) max_open_fds: Option<usize>,
-    /// Filters added by the closure conveniences, judged after `filter`.
-    pub(crate) hooks: Vec<Arc<dyn EntryFilter>>,
+    /// The caller's hook and filter, judged in that order, before the
+    /// ignore rules.
+    pub(crate) hook: Option<Arc<dyn ErasedHook>>,
+    pub(crate) filter: Option<Arc<dyn ErasedHook>>,
+    /// Filters added by the closure conveniences, judged last.
+    pub(crate) hooks: Vec<Arc<dyn ErasedHook>>,
     pub(crate) lenient: bool,
     /// Chunks an iterator's channel holds before the walk waits for the consumer.
     pub(crate) buffer_chunks: Option<usize>,
@@ -88,9 +92,11 @@ impl WalkBuilder {
                     sort: None,
                     chunk_size: 512,
                     visit_empty: false,
-                    filter: None,
+                    hook: None,
                 },
                 max_open_fds: None,
+                hook: None,
+                filter: None,
                 hooks: Vec::new(),
                 lenient: false,
                 buffer_chunks: None,
@@ -456,33 +462,24 @@ impl WalkBuilder {
         self
     }
 
-    /// Decide per entry whether it is yielded and whether the walk descends.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use fnd_walk::{Decision, DirInfo, EntryFilter, FilterState, RawEntry, WalkBuilder};
-    ///
-    /// /// Yields only entries with short names, and does not descend into `b`.
-    /// struct Short;
-    /// impl EntryFilter for Short {
-    ///     fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-    ///         None
-    ///     }
-    ///     fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-    ///         Decision { emit: entry.name.len() <= 2, descend: entry.name != b"b" }
-    ///     }
-    /// }
-    /// #
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
-    /// # std::fs::write(dir.path().join("a/b/file"), "12345").unwrap();
-    /// # std::fs::write(dir.path().join(".hidden"), "").unwrap();
-    /// # let root = dir.path();
-    /// let paths: Vec<_> = WalkBuilder::new(root).min_depth(1).filter(Some(Arc::new(Short))).iter().map(|e| e.unwrap().into_path()).collect();
-    /// assert_eq!(paths.len(), 2); // a, a/b; not a/b/file, not .hidden
-    /// ```
-    pub fn filter(mut self, filter: Option<Arc<dyn EntryFilter>>) -> Self {
-        self.cfg.settings.filter = filter;
+    /// Decide per entry whether it is yielded and whether the walk
+    /// descends, with `filter` (see [`EntryFilter`] for an example). One
+    /// filter per walk: a second call replaces the first. It is asked after
+    /// the [`hook`](Self::hook), before the ignore rules and the closures of
+    /// [`prune`](Self::prune) and [`keep`](Self::keep); an entry is yielded
+    /// (or descended into) when all of them agree.
+    pub fn filter(mut self, filter: impl EntryFilter) -> Self {
+        self.cfg.filter = Some(Arc::new(Stateless(filter)));
+        self
+    }
+
+    /// Give every directory a state of `hook`'s, inherited from its parent's,
+    /// and decide per entry with it (see [`DirHook`] for an example). One
+    /// hook per walk: a second call replaces the first. It is asked first,
+    /// before the [`filter`](Self::filter), the ignore rules and the
+    /// closures.
+    pub fn hook(mut self, hook: impl DirHook) -> Self {
+        self.cfg.hook = Some(Arc::new(hook));
         self
     }
 
@@ -528,7 +525,7 @@ impl WalkBuilder {
     /// assert_eq!(names, ["src", "target"]);
     /// ```
     pub fn prune(mut self, prune: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
-        self.cfg.hooks.push(Arc::new(Prune(Box::new(prune))));
+        self.cfg.hooks.push(Arc::new(Stateless(Prune(Box::new(prune)))));
         self
     }
 
@@ -555,7 +552,7 @@ impl WalkBuilder {
     /// assert_eq!(rust, [dir.path().join("src/main.rs")]);
     /// ```
     pub fn keep(mut self, keep: impl Fn(&RawEntry<'_>) -> bool + Send + Sync + 'static) -> Self {
-        self.cfg.hooks.push(Arc::new(Keep(Box::new(keep))));
+        self.cfg.hooks.push(Arc::new(Stateless(Keep(Box::new(keep)))));
         self
     }
 

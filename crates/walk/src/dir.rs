@@ -6,7 +6,7 @@
 //! filter gave it, and the descriptor it keeps for its children) and
 //! [`Pending`] (a directory found but not opened yet). Relies on `open`
 //! for the system calls, `budget` for how many descriptors may stay open,
-//! and `filter` for the type of a directory's filter state.
+//! and `filter` for the type of a directory's hook state.
 //!
 //! A child is opened with `openat(parent_fd, name, O_DIRECTORY|O_NOFOLLOW|…)`:
 //! relative opens skip the kernel's walk over every path component, and
@@ -25,7 +25,7 @@ use rustix::fs::{Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use crate::budget::{self, Budget};
-use crate::filter::FilterState;
+use crate::filter::ErasedState;
 use crate::open::{dir_flags, open_long};
 
 /// A directory that has been (or is being) read.
@@ -60,7 +60,7 @@ pub(crate) struct Dir {
     /// Children that still have to be opened from `fd`.
     pending: AtomicUsize,
     /// Per-directory state of the walk's filter (ignore rules, say).
-    pub(crate) filter_state: Option<FilterState>,
+    pub(crate) hook_state: Option<ErasedState>,
 }
 
 impl Dir {
@@ -78,7 +78,7 @@ impl Dir {
             ino: 0,
             fd: AtomicI32::new(-1),
             pending: AtomicUsize::new(0),
-            filter_state: None,
+            hook_state: None,
         })
     }
 
@@ -127,7 +127,7 @@ impl Dir {
             ino,
             fd: AtomicI32::new(fd),
             pending: AtomicUsize::new(0),
-            filter_state: None,
+            hook_state: None,
         }
     }
 
@@ -147,7 +147,7 @@ impl Dir {
             ino: self.ino,
             fd: AtomicI32::new(fd),
             pending: AtomicUsize::new(0),
-            filter_state: self.filter_state.clone(),
+            hook_state: self.hook_state.clone(),
         }
     }
 

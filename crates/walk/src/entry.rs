@@ -7,8 +7,8 @@
 //! (the entries moved out of a chunk, or received from the chunk
 //! iterator: owned, carrying no descriptor), [`EntryRef`] (one entry of
 //! either, borrowed) and [`Entry`] (one entry, owned). Relies on `dir` for
-//! the directory entries share (its path, depth and filter state), on
-//! `meta` for types and stat calls, and on `filter` for the filter state's
+//! the directory entries share (its path, depth and hook state), on
+//! `meta` for types and stat calls, and on `filter` for the hook state's
 //! type. The reader fills a `ChunkBuf` and lends it as a `Chunk`.
 //!
 //! A descriptor never outlives its borrow: a `Chunk<'a>` and the
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 pub use self::owned::Entry;
 use crate::dir::Dir;
-use crate::filter::FilterState;
+use crate::filter::ErasedState;
 pub use crate::meta::FileType;
 use crate::meta::Metadata;
 
@@ -165,11 +165,21 @@ impl ChunkBuf {
         &self.dir.prefix
     }
 
-    /// The state the walk's filter attached to this chunk's directory (what
-    /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
-    /// a visitor can add to per-directory data without a lookup.
-    pub fn filter_state(&self) -> Option<&FilterState> {
-        self.dir.filter_state.as_ref()
+    /// The state a hook of the walk attached to this chunk's directory (what
+    /// [`DirHook::enter`](crate::DirHook::enter) returned for it), by the
+    /// hook's [`State`](crate::DirHook::State) type; `None` when the hook
+    /// gave the directory none, or the walk has no hook with that state.
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.shared_state_ref::<S>()?.downcast_ref()
+    }
+
+    /// [`state`](Self::state), as a hold that outlives the chunk.
+    pub fn shared_state<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        self.shared_state_ref::<S>()?.clone().downcast().ok()
+    }
+
+    fn shared_state_ref<S: Send + Sync + 'static>(&self) -> Option<&ErasedState> {
+        crate::filter::find::<S>(self.dir.hook_state.as_ref()?)
     }
 
     /// The entry at `index`.
@@ -325,11 +335,56 @@ impl<'a> Chunk<'a> {
         self.fd
     }
 
-    /// The state the walk's filter attached to this chunk's directory (what
-    /// [`EntryFilter::enter`](crate::EntryFilter::enter) returned for it), so
-    /// a visitor can add to per-directory data without a lookup.
-    pub fn filter_state(&self) -> Option<&FilterState> {
-        self.buf.filter_state()
+    /// The state a hook of the walk attached to this chunk's directory (what
+    /// [`DirHook::enter`](crate::DirHook::enter) returned for it), by the
+    /// hook's [`State`](crate::DirHook::State) type, so a visitor can add
+    /// to per-directory data without a lookup; `None` when the hook gave
+    /// the directory none, or the walk has no hook with that state.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    /// use std::sync::Arc;
+    /// use fnd_walk::{Chunk, DirHook, DirInfo, Flow, Visitor, WalkBuilder};
+    ///
+    /// /// Counts, per directory, the entries the visitors see.
+    /// struct Count;
+    /// struct Seen(AtomicUsize);
+    /// impl DirHook for Count {
+    ///     type State = Seen;
+    ///     fn enter(&self, _: &DirInfo<'_>, _: Option<&Arc<Seen>>) -> Option<Arc<Seen>> {
+    ///         Some(Arc::new(Seen(AtomicUsize::new(0))))
+    ///     }
+    /// }
+    /// /// Adds each chunk to its directory's count, and keeps the counts.
+    /// struct Add(Vec<Arc<Seen>>);
+    /// impl Visitor for Add {
+    ///     fn visit(&mut self, chunk: &mut Chunk) -> Flow {
+    ///         if let Some(seen) = chunk.state::<Seen>() {
+    ///             seen.0.fetch_add(chunk.len(), Relaxed);
+    ///             self.0.extend(chunk.shared_state::<Seen>());
+    ///         }
+    ///         Flow::Continue
+    ///     }
+    /// }
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// std::fs::create_dir(dir.path().join("sub")).unwrap();
+    /// std::fs::write(dir.path().join("sub/a"), "").unwrap();
+    /// std::fs::write(dir.path().join("sub/b"), "").unwrap();
+    /// let mut most = 0;
+    /// WalkBuilder::new(dir.path()).hook(Count).visit(
+    ///     || Add(Vec::new()),
+    ///     |add| most = add.0.iter().map(|s| s.0.load(Relaxed)).fold(most, usize::max),
+    /// );
+    /// assert_eq!(most, 2); // sub's two files
+    /// ```
+    pub fn state<S: Send + Sync + 'static>(&self) -> Option<&S> {
+        self.buf.state()
+    }
+
+    /// [`state`](Self::state), as a hold that outlives the chunk.
+    pub fn shared_state<S: Send + Sync + 'static>(&self) -> Option<Arc<S>> {
+        self.buf.shared_state()
     }
 
     /// The entry at `index`.

@@ -1,13 +1,15 @@
 //! Closure filters (`WalkBuilder::prune`, `WalkBuilder::keep`) and the chain
-//! that lets several [`EntryFilter`]s judge the same walk.
+//! that lets several filters and hooks judge the same walk.
 //!
-//! The reader knows one filter; the builder folds every filter it was given
-//! into one [`Chain`], so adding a filter never touches the reading loop.
-//! Relies on the filter contract (`crate::filter`) alone.
+//! The reader knows one hook; the builder folds every filter and hook it
+//! was given into one [`Chain`], so adding one never touches the reading
+//! loop. Relies on the filter contract (`crate::filter`) alone.
 
 use std::sync::Arc;
 
-use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
+use crate::filter::{
+    ChainState, Decision, DirInfo, EntryFilter, ErasedHook, ErasedState, ImportError, MovedDir, RawEntry,
+};
 
 /// A predicate over raw entries, shared by every thread of a walk.
 pub(crate) type EntryPredicate = dyn Fn(&RawEntry<'_>) -> bool + Send + Sync;
@@ -16,11 +18,7 @@ pub(crate) type EntryPredicate = dyn Fn(&RawEntry<'_>) -> bool + Send + Sync;
 pub(crate) struct Prune(pub(crate) Box<EntryPredicate>);
 
 impl EntryFilter for Prune {
-    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        None
-    }
-
-    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, entry: &RawEntry<'_>) -> Decision {
         let descend = !entry.is_dir() || !(self.0)(entry);
         Decision { emit: true, descend }
     }
@@ -31,11 +29,7 @@ impl EntryFilter for Prune {
 pub(crate) struct Keep(pub(crate) Box<EntryPredicate>);
 
 impl EntryFilter for Keep {
-    fn enter(&self, _: &DirInfo<'_>, _: Option<&FilterState>) -> Option<FilterState> {
-        None
-    }
-
-    fn decide(&self, _: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, entry: &RawEntry<'_>) -> Decision {
         Decision {
             emit: (self.0)(entry),
             descend: true,
@@ -43,29 +37,23 @@ impl EntryFilter for Keep {
     }
 }
 
-/// Two filters in turn: an entry is yielded when both yield it, and a
+/// Two hooks in turn: an entry is yielded when both yield it, and a
 /// directory is read when both descend. The second is not asked about an
 /// entry the first drops entirely.
 pub(crate) struct Chain {
-    first: Arc<dyn EntryFilter>,
-    second: Arc<dyn EntryFilter>,
-}
-
-/// The states of both filters of a [`Chain`] for one directory.
-struct ChainState {
-    first: Option<FilterState>,
-    second: Option<FilterState>,
+    first: Arc<dyn ErasedHook>,
+    second: Arc<dyn ErasedHook>,
 }
 
 impl Chain {
-    /// All `filters` as one, or `None` when there are none.
-    pub(crate) fn of(filters: impl IntoIterator<Item = Arc<dyn EntryFilter>>) -> Option<Arc<dyn EntryFilter>> {
-        filters
+    /// All `hooks` as one, or `None` when there are none.
+    pub(crate) fn of(hooks: impl IntoIterator<Item = Arc<dyn ErasedHook>>) -> Option<Arc<dyn ErasedHook>> {
+        hooks
             .into_iter()
             .reduce(|first, second| Arc::new(Chain { first, second }))
     }
 
-    fn states(state: Option<&FilterState>) -> (Option<&FilterState>, Option<&FilterState>) {
+    fn states(state: Option<&ErasedState>) -> (Option<&ErasedState>, Option<&ErasedState>) {
         match state.and_then(|s| s.downcast_ref::<ChainState>()) {
             Some(s) => (s.first.as_ref(), s.second.as_ref()),
             None => (None, None),
@@ -73,8 +61,8 @@ impl Chain {
     }
 }
 
-impl EntryFilter for Chain {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
+impl ErasedHook for Chain {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&ErasedState>) -> Option<ErasedState> {
         let (first_parent, second_parent) = Chain::states(parent);
         let first = self.first.enter(dir, first_parent);
         let second = self.second.enter(dir, second_parent);
@@ -85,7 +73,7 @@ impl EntryFilter for Chain {
         Some(Arc::new(ChainState { first, second }))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, state: Option<&ErasedState>, entry: &RawEntry<'_>) -> Decision {
         let (first_state, second_state) = Chain::states(state);
         let first = self.first.decide(first_state, entry);
         if first == Decision::SKIP {
@@ -98,9 +86,15 @@ impl EntryFilter for Chain {
         }
     }
 
-    /// Both filters' states, each as `0` (none) or `1`, a little-endian
+    /// None: a chain has never asked for probes (its hooks try the names
+    /// themselves), and directories it judges can still be split.
+    fn probe_names(&self) -> &[Vec<u8>] {
+        &[]
+    }
+
+    /// Both hooks' states, each as `0` (none) or `1`, a little-endian
     /// `u32` length and its bytes; `None` if either cannot travel.
-    fn export_state(&self, state: &FilterState, handover: &Handover<'_>) -> Option<Vec<u8>> {
+    fn export_state(&self, state: &ErasedState, handover: &MovedDir<'_>) -> Option<Vec<u8>> {
         let state = state.downcast_ref::<ChainState>()?;
         let mut out = Vec::new();
         for (filter, part) in [(&self.first, &state.first), (&self.second, &state.second)] {
@@ -117,9 +111,9 @@ impl EntryFilter for Chain {
         Some(out)
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], handover: &MovedDir<'_>) -> Result<ErasedState, ImportError> {
         let mut rest = bytes;
-        let mut part = |filter: &Arc<dyn EntryFilter>| -> Result<Option<FilterState>, ImportError> {
+        let mut part = |filter: &Arc<dyn ErasedHook>| -> Result<Option<ErasedState>, ImportError> {
             let (&tag, tail) = rest.split_first().ok_or("a chained filter state cut short")?;
             rest = tail;
             match tag {

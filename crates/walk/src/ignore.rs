@@ -1,4 +1,4 @@
-//! Hidden entries and ignore files as an [`EntryFilter`]: `.gitignore`,
+//! Hidden entries and ignore files as a [`DirHook`]: `.gitignore`,
 //! `.git/info/exclude`, git's global excludes file, `.ignore`, custom ignore
 //! file names (`.fdignore`, say), explicit ignore files and override globs,
 //! with the precedence of the `ignore` crate (whose gitignore matcher does the
@@ -9,12 +9,12 @@
 //! to its parent's, and (unless told otherwise) to those of the directories
 //! above the root.
 //!
-//! Offers [`IgnoreBuilder`] and the [`IgnoreFilter`] it builds. A filter
-//! like any other: it relies on the filter contract (`crate::filter`)
-//! alone, and the walk runs it as one of its filters.
+//! Offers [`IgnoreBuilder`] and the [`IgnoreFilter`] it builds, whose state
+//! per directory is its [`Level`] of rules. A hook like any other: it
+//! relies on the filter contract (`crate::filter`) alone, and the walk runs
+//! it as one of its hooks.
 //!
 //! ```
-//! use std::sync::Arc;
 //! use fnd_walk::{Chunk, Flow, Order, Visitor, WalkBuilder};
 //! use fnd_walk::ignore::IgnoreBuilder;
 //!
@@ -35,7 +35,7 @@
 //! WalkBuilder::new(dir.path())
 //!     .order(Order::DepthFirst)
 //!     .min_depth(1)
-//!     .filter(Some(Arc::new(filter)))
+//!     .hook(filter)
 //!     .visit(|| Names(Vec::new()), |n| names = n.0);
 //! assert_eq!(names, ["a.txt"]);
 //! ```
@@ -56,7 +56,7 @@ use ignore::Match;
 use rustix::fs::{Mode, OFlags};
 
 use self::files::{exists_at, rules_from, Lookup};
-use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
+use crate::filter::{Decision, DirHook, DirInfo, ImportError, MovedDir, RawEntry};
 
 /// Whether a name is hidden as the `ignore` crate (and so fd and ripgrep)
 /// judges it: it starts with `.` and does not end with one. The crate takes
@@ -230,9 +230,10 @@ impl Rules {
     }
 }
 
-/// A directory's place in the chain of rules: its own, then its parent's.
+/// A directory's place in the chain of rules: its own, then its parent's
+/// (an [`IgnoreFilter`]'s state for the directory).
 #[derive(Debug)]
-struct Level {
+pub struct Level {
     parent: Option<Arc<Level>>,
     rules: Rules,
     /// The directory is a git (or jj) repository root.
@@ -438,7 +439,9 @@ thread_local! {
     static PATH_BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-impl EntryFilter for IgnoreFilter {
+impl DirHook for IgnoreFilter {
+    type State = Level;
+
     fn probe_names(&self) -> &[Vec<u8>] {
         if self.has_rules() {
             &self.probes
@@ -447,9 +450,8 @@ impl EntryFilter for IgnoreFilter {
         }
     }
 
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let parent = parent.and_then(|p| p.clone().downcast::<Level>().ok());
-        let (parent, root) = match parent {
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Level>>) -> Option<Arc<Level>> {
+        let (parent, root) = match parent.cloned() {
             Some(p) => {
                 let root = p.root.clone();
                 (Some(p), root)
@@ -473,9 +475,8 @@ impl EntryFilter for IgnoreFilter {
         Some(Arc::new(level))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
+    fn decide(&self, level: Option<&Level>, entry: &RawEntry<'_>) -> Decision {
         let is_dir = entry.is_dir();
-        let level = state.and_then(|s| s.downcast_ref::<Level>());
         // Most directories of most trees have no rule above them: no path to build then.
         let needs_path = self.opts.overrides.is_some()
             || !self.opts.explicit.is_empty()
@@ -514,11 +515,11 @@ impl EntryFilter for IgnoreFilter {
 
     /// A state depends only on the tree: another process rebuilds it from
     /// the path (see `handover`).
-    fn export_state(&self, state: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
-        state.is::<Level>().then(|| handover::EXPORTED.to_vec())
+    fn export_state(&self, _: &Arc<Level>, _: &MovedDir<'_>) -> Option<Vec<u8>> {
+        Some(handover::EXPORTED.to_vec())
     }
 
-    fn import_state(&self, bytes: &[u8], handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], handover: &MovedDir<'_>) -> Result<Arc<Level>, ImportError> {
         if bytes != handover::EXPORTED {
             return Err("not an ignore filter's state".into());
         }

@@ -52,7 +52,9 @@
 //! * Filtering happens on the reading thread before entries are batched:
 //!   [`WalkBuilder::prune`] (do not descend), [`WalkBuilder::keep`] (do not
 //!   yield), [`WalkBuilder::skip_hidden`], [`WalkBuilder::git_ignore`] /
-//!   [`WalkBuilder::ignore_rules`], or your own [`EntryFilter`].
+//!   [`WalkBuilder::ignore_rules`], or your own [`EntryFilter`] (per
+//!   entry, no state) or [`DirHook`] (a typed state per directory,
+//!   inherited from its parent's: what `fdu` adds sizes up with).
 //! * Ordering differs from walkdir's: [`Order::DepthFirst`] yields a
 //!   directory's entries together, then each subdirectory's subtree (not
 //!   each directory immediately followed by its contents), because a
@@ -123,7 +125,7 @@ mod walker;
 pub use builder::{cores, WalkBuilder, MAX_IO_DEPTH, MAX_THREADS};
 pub use entry::{is_file_name, Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
-pub use filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
+pub use filter::{Decision, DirHook, DirInfo, EntryFilter, ImportError, MovedDir, RawEntry};
 pub use io::waited_elsewhere;
 pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};

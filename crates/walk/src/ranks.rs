@@ -7,8 +7,8 @@
 //! waiting for the workers); the job ends when every rank is idle and
 //! nothing is in flight (`fnd_mpi`). What travels is a directory's path,
 //! depth, root, the device/inode chain that loop detection and `-x` need,
-//! and its parent's filter state if the filter can export it (see
-//! [`EntryFilter::export_state`](crate::EntryFilter::export_state); the
+//! and its parent's hook state if the hook can export it (see
+//! [`DirHook::export_state`](crate::DirHook::export_state); the
 //! ignore rules can). Nothing crosses ranks per entry: what a visitor
 //! does with its entries (print them through `fnd_mpi::Handle::output`,
 //! add them up) is its own business.

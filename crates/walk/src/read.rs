@@ -233,7 +233,7 @@ impl Reader {
         }
         let root_index = job.parent.root;
         let root_prefix_len = parent.as_ref().map(|p| p.root_prefix_len);
-        let parent_state = parent.as_ref().and_then(|p| p.filter_state.clone());
+        let parent_state = parent.as_ref().and_then(|p| p.hook_state.clone());
         let mut dir = Dir::new(
             job.path(),
             depth + 1,
@@ -255,8 +255,8 @@ impl Reader {
             return Flow::Continue;
         }
         let mut listed = false;
-        if let Some(filter) = &settings.filter {
-            let probes = filter.probe_names();
+        if let Some(hook) = &settings.hook {
+            let probes = hook.probe_names();
             let mut present = Vec::new();
             if !probes.is_empty() {
                 let end_marks_trusted = self.end_marks_trusted(shared);
@@ -270,7 +270,7 @@ impl Reader {
                 fd: fd.as_fd(),
                 present: listed.then_some(&present[..]),
             };
-            dir.filter_state = filter.enter(&info, parent_state.as_ref());
+            dir.hook_state = hook.enter(&info, parent_state.as_ref());
         }
         let dir = Arc::new(dir);
         // The descriptor now belongs to `dir`; `settle_fd` decides its fate.
@@ -416,8 +416,8 @@ impl Reader {
                 file_type
             };
             let mut known = None;
-            let decision = match &settings.filter {
-                Some(filter) => {
+            let decision = match &settings.hook {
+                Some(hook) => {
                     let raw_entry = RawEntry {
                         name,
                         parent_prefix: &dir.prefix,
@@ -427,7 +427,7 @@ impl Reader {
                         dir_fd: fd,
                     };
                     FILTER_STAT.set(None);
-                    let decision = filter.decide(dir.filter_state.as_ref(), &raw_entry);
+                    let decision = hook.decide(dir.hook_state.as_ref(), &raw_entry);
                     if let Some(s) = FILTER_STAT.take() {
                         let same = s.name == (name.as_ptr() as usize, name.len());
                         if same && s.follow == settings.follow_links && settings.sort.is_none() {

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::budget::Budget;
-use crate::filter::EntryFilter;
+use crate::filter::ErasedHook;
 
 /// The order directories are read in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,9 +68,9 @@ pub(crate) struct Settings {
     pub(crate) chunk_size: usize,
     /// Hand a directory's last chunk to the visitor even when it is empty.
     pub(crate) visit_empty: bool,
-    /// The caller's filter (resolved: every filter of the walk folded into
-    /// one, `crate::hooks::Chain`).
-    pub(crate) filter: Option<Arc<dyn EntryFilter>>,
+    /// The walk's hook: every filter and hook of the walk folded into one
+    /// (`crate::hooks::Chain`) when the walk starts.
+    pub(crate) hook: Option<Arc<dyn ErasedHook>>,
 }
 
 /// What every thread of one walk shares.

@@ -663,7 +663,7 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
     let (tx, rx) = mpsc::channel();
     let root = r.clone();
     std::thread::spawn(move || {
-        let filter: Arc<dyn fnd_walk::EntryFilter> = Arc::new(
+        let filter = Arc::new(
             fnd_walk::ignore::IgnoreBuilder::new()
                 .parents(false)
                 .require_git(false)
@@ -674,7 +674,7 @@ fn hostile_ignore_files_neither_hang_nor_fill_memory() {
                 .order(order)
                 .threads(threads)
                 .min_depth(1)
-                .filter(Some(filter.clone()));
+                .hook(filter.clone());
             tx.send(collect(&b)).unwrap();
         }
     });

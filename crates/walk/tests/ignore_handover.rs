@@ -14,8 +14,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter};
-use fnd_walk::{Chunk, Decision, DirInfo, EntryFilter, FilterState, Flow, Handover, RawEntry, Visitor, WalkBuilder};
+use fnd_walk::ignore::{IgnoreBuilder, IgnoreFilter, Level};
+use fnd_walk::{Chunk, Decision, DirHook, DirInfo, Flow, MovedDir, RawEntry, Visitor, WalkBuilder};
 
 fn put(root: &Path, name: &str, text: &str) {
     let path = root.join(name);
@@ -94,8 +94,8 @@ fn rules() -> IgnoreBuilder {
 /// A directory's state as the walk made it, and as a second process
 /// rebuilt it from its parent's exported state.
 struct Pair {
-    walked: FilterState,
-    rebuilt: Option<FilterState>,
+    walked: Arc<Level>,
+    rebuilt: Option<Arc<Level>>,
 }
 
 struct Checked {
@@ -107,7 +107,7 @@ struct Checked {
 }
 
 impl Checked {
-    fn rebuild(&self, dir: &DirInfo<'_>, parent: &FilterState) -> Option<FilterState> {
+    fn rebuild(&self, dir: &DirInfo<'_>, parent: &Arc<Level>) -> Option<Arc<Level>> {
         let slash = dir
             .path
             .iter()
@@ -124,7 +124,7 @@ impl Checked {
         } else {
             &dir.path[..slash]
         };
-        let handover = Handover {
+        let handover = MovedDir {
             parent_path,
             parent_depth: dir.depth - 1,
             name: &dir.path[slash + 1..],
@@ -141,18 +141,18 @@ impl Checked {
     }
 }
 
-impl EntryFilter for Checked {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let parent = parent.and_then(|p| p.downcast_ref::<Pair>()).map(|p| &p.walked);
+impl DirHook for Checked {
+    type State = Pair;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<Pair>>) -> Option<Arc<Pair>> {
+        let parent = parent.map(|p| &p.walked);
         let walked = self.here.enter(dir, parent)?;
         let rebuilt = parent.and_then(|p| self.rebuild(dir, p));
         Some(Arc::new(Pair { walked, rebuilt }))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        let pair = state
-            .and_then(|s| s.downcast_ref::<Pair>())
-            .expect("a state everywhere");
+    fn decide(&self, state: Option<&Pair>, entry: &RawEntry<'_>) -> Decision {
+        let pair = state.expect("a state everywhere");
         let walked = self.here.decide(Some(&pair.walked), entry);
         if let Some(rebuilt) = &pair.rebuilt {
             self.compared.fetch_add(1, Ordering::Relaxed);
@@ -199,7 +199,7 @@ fn check(roots: &[std::path::PathBuf], rules: impl Fn() -> IgnoreBuilder) {
     }
     let mut yielded = 0;
     walk.clone()
-        .filter(Some(checked.clone()))
+        .hook(checked.clone())
         .visit(|| Count(0), |c| yielded += c.0);
     let mismatches = checked.mismatches.lock().unwrap();
     assert!(
@@ -234,7 +234,7 @@ fn a_state_that_is_not_one_is_refused() {
     let filter = rules().build(&roots);
     let root = roots[0].as_os_str().as_encoded_bytes();
     let parent = [root, b"/src"].concat();
-    let handover = Handover {
+    let handover = MovedDir {
         parent_path: &parent,
         parent_depth: 1,
         name: b"a",
@@ -246,16 +246,16 @@ fn a_state_that_is_not_one_is_refused() {
     for bad in [&b""[..], b"\x02", b"\x01\x01"] {
         assert!(filter.import_state(bad, &handover).is_err(), "{bad:?}");
     }
-    let elsewhere = Handover {
+    let elsewhere = MovedDir {
         parent_path: b"/elsewhere/src",
         ..handover
     };
-    let too_deep = Handover {
+    let too_deep = MovedDir {
         parent_depth: 2,
         ..handover
     };
     let dotted = [root, b"/../src"].concat();
-    let climbing = Handover {
+    let climbing = MovedDir {
         parent_path: &dotted,
         ..handover
     };
@@ -265,7 +265,7 @@ fn a_state_that_is_not_one_is_refused() {
     // A parent that vanished since: the file system's own error, for the
     // walk to report as the directory's.
     let gone = [root, b"/gone"].concat();
-    let vanished = Handover {
+    let vanished = MovedDir {
         parent_path: &gone,
         ..handover
     };

@@ -2,7 +2,6 @@
 //! rules applying only inside a repository.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use fnd_walk::ignore::IgnoreBuilder;
 use fnd_walk::{Chunk, Flow, Order, Visitor, WalkBuilder};
@@ -25,7 +24,7 @@ fn walk(root: &Path, builder: IgnoreBuilder) -> Vec<String> {
     WalkBuilder::new(root)
         .order(Order::DepthFirst)
         .min_depth(1)
-        .filter(Some(Arc::new(filter)))
+        .hook(filter)
         .visit(|| Paths(Vec::new()), |p| out = p.0);
     let prefix = format!("{}/", root.display());
     let mut v: Vec<String> = out

@@ -9,7 +9,7 @@ use super::WalkBuilder;
 use crate::budget::Budget;
 use crate::entry::{Chunk, EntryRef};
 use crate::error::Error;
-use crate::filter::EntryFilter;
+use crate::filter::ErasedHook;
 use crate::hooks::Chain;
 use crate::io::AUTO_IO_DEPTH;
 use crate::ordered::{Held, TreeOrder, TreeVisitor};
@@ -222,17 +222,15 @@ impl WalkBuilder {
         let ignore = cfg
             .ignore
             .clone()
-            .map(|rules| Arc::new(rules.build(&self.roots)) as Arc<dyn EntryFilter>);
-        let filters = given
-            .filter
-            .iter()
-            .cloned()
+            .map(|rules| Arc::new(rules.build(&self.roots)) as Arc<dyn ErasedHook>);
+        let hooks = (cfg.hook.iter().cloned())
+            .chain(cfg.filter.iter().cloned())
             .chain(ignore)
             .chain(cfg.hooks.iter().cloned());
         let settings = Settings {
             threads,
             io_depth,
-            filter: Chain::of(filters),
+            hook: Chain::of(hooks),
             ..given.clone()
         };
         let roots = self.roots.iter().map(|r| r.as_os_str().as_bytes().to_vec()).collect();

@@ -14,12 +14,12 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{Mode, CWD};
 
-use super::IgnoreFilter;
-use crate::filter::{DirInfo, EntryFilter, FilterState, Handover, ImportError};
+use super::{IgnoreFilter, Level};
+use crate::filter::{DirHook, DirInfo, ImportError, MovedDir};
 use crate::open::{dir_flags, open_long};
 
 /// What a state exports: a format tag, nothing else.
@@ -32,7 +32,7 @@ const KEPT_STATES: usize = 1 << 16;
 /// States rebuilt in this process, by directory path.
 #[derive(Default)]
 pub(super) struct Rebuilt {
-    states: Mutex<HashMap<Box<[u8]>, FilterState>>,
+    states: Mutex<HashMap<Box<[u8]>, Arc<Level>>>,
 }
 
 impl fmt::Debug for Rebuilt {
@@ -43,11 +43,11 @@ impl fmt::Debug for Rebuilt {
 }
 
 impl Rebuilt {
-    fn get(&self, path: &[u8]) -> Option<FilterState> {
+    fn get(&self, path: &[u8]) -> Option<Arc<Level>> {
         self.states.lock().unwrap_or_else(|e| e.into_inner()).get(path).cloned()
     }
 
-    fn keep(&self, path: &[u8], state: &FilterState) {
+    fn keep(&self, path: &[u8], state: &Arc<Level>) {
         let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
         if states.len() >= KEPT_STATES {
             states.clear();
@@ -69,7 +69,7 @@ struct Levels<'a> {
 impl<'a> Levels<'a> {
     /// The levels of `handover`'s parent below its root, checked: the
     /// path must lie under the root and be as deep as it says.
-    fn of(handover: &Handover<'a>) -> Result<Levels<'a>, ImportError> {
+    fn of(handover: &MovedDir<'a>) -> Result<Levels<'a>, ImportError> {
         let (root, path) = (handover.root_path, handover.parent_path);
         let not_under = || -> ImportError { "a handed-over directory that does not lie under its root".into() };
         let mut ends = vec![root.len()];
@@ -115,7 +115,7 @@ impl<'a> Levels<'a> {
 impl IgnoreFilter {
     /// The state of `handover`'s parent, from the rules kept so far and
     /// the ignore files of the levels below the deepest one kept.
-    pub(super) fn rebuild(&self, handover: &Handover<'_>) -> Result<FilterState, ImportError> {
+    pub(super) fn rebuild(&self, handover: &MovedDir<'_>) -> Result<Arc<Level>, ImportError> {
         let levels = Levels::of(handover)?;
         let deepest = levels.ends.len() - 1;
         let kept = (0..=deepest)
@@ -156,8 +156,8 @@ impl IgnoreFilter {
         fd: &OwnedFd,
         path: &[u8],
         depth: usize,
-        parent: Option<&FilterState>,
-    ) -> Result<FilterState, ImportError> {
+        parent: Option<&Arc<Level>>,
+    ) -> Result<Arc<Level>, ImportError> {
         let info = DirInfo {
             path,
             depth,

@@ -12,7 +12,7 @@ use rustix::io::Errno;
 
 use crate::dir::{Dir, Pending};
 use crate::error::Error;
-use crate::filter::{FilterState, Handover};
+use crate::filter::{ErasedState, MovedDir};
 use crate::read::Job;
 use crate::settings::Shared;
 
@@ -44,7 +44,7 @@ pub(crate) struct Handoff {
     /// of them), for loop detection. Empty otherwise.
     pub(crate) ancestors: Vec<(u64, u64)>,
     /// The parent directory's filter state, as the walk's filter exported
-    /// it (`EntryFilter::export_state`); `None` when the parent has none.
+    /// it (`DirHook::export_state`); `None` when the parent has none.
     /// A directory whose parent's state the filter cannot export is not
     /// handed over at all.
     pub(crate) filter_state: Option<Vec<u8>>,
@@ -56,10 +56,10 @@ impl Handoff {
     pub(crate) fn export(pending: Pending, shared: &Shared) -> Result<Handoff, Pending> {
         let follow_links = shared.settings.follow_links;
         let parent = &pending.parent;
-        let filter_state = match (&parent.filter_state, &shared.settings.filter) {
+        let filter_state = match (&parent.hook_state, &shared.settings.hook) {
             (None, _) => None,
-            (Some(state), Some(filter)) => {
-                let handover = Handover {
+            (Some(state), Some(hook)) => {
+                let moved = MovedDir {
                     parent_path: parent.path(),
                     parent_depth: parent.child_depth - 1,
                     name: &pending.name,
@@ -67,7 +67,7 @@ impl Handoff {
                     root_path: shared.root_path(parent.root),
                     follow_links,
                 };
-                match filter.export_state(state, &handover) {
+                match hook.export_state(state, &moved) {
                     Some(bytes) => Some(bytes),
                     None => return Err(pending),
                 }
@@ -130,7 +130,7 @@ impl Handoff {
             Err(Refusal::Failed(errno)) => return Ok(Job::Failed(Box::new(Error::io(&self.path, self.depth, errno)))),
         };
         if self.depth == 1 {
-            root.filter_state = state.clone();
+            root.hook_state = state.clone();
         }
         // The directories between the root and this one: each one when
         // links are followed (loop detection looks at all of them), else
@@ -160,7 +160,7 @@ impl Handoff {
                 -1,
             );
             if level == self.depth - 1 {
-                dir.filter_state = state.clone();
+                dir.hook_state = state.clone();
             }
             parent = Arc::new(dir);
         }
@@ -168,17 +168,17 @@ impl Handoff {
     }
 
     /// The parent's filter state, rebuilt by the walk's filter.
-    fn import_state(&self, shared: &Shared, name: &[u8]) -> Result<Option<FilterState>, Refusal> {
+    fn import_state(&self, shared: &Shared, name: &[u8]) -> Result<Option<ErasedState>, Refusal> {
         let Some(bytes) = &self.filter_state else {
             return Ok(None);
         };
-        let filter = shared
+        let hook = shared
             .settings
-            .filter
+            .hook
             .as_ref()
-            .ok_or_else(|| Refusal::Refused("filter state for a walk without a filter".into()))?;
+            .ok_or_else(|| Refusal::Refused("filter state for a walk without a hook".into()))?;
         let parent_len = self.path.len() - name.len() - 1;
-        let handover = Handover {
+        let moved = MovedDir {
             parent_path: &self.path[..parent_len],
             parent_depth: self.depth - 1,
             name,
@@ -186,7 +186,7 @@ impl Handoff {
             root_path: shared.root_path(self.root),
             follow_links: shared.settings.follow_links,
         };
-        match filter.import_state(bytes, &handover) {
+        match hook.import_state(bytes, &moved) {
             Ok(state) => Ok(Some(state)),
             Err(e) => match e.downcast::<Errno>() {
                 Ok(errno) => Err(Refusal::Failed(*errno)),

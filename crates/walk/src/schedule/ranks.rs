@@ -515,7 +515,7 @@ mod tests {
             sort: None,
             chunk_size: 8,
             visit_empty: false,
-            filter: None,
+            hook: None,
         };
         let shared = Shared::new(settings, vec![root.clone()], None, Budget::new(None, 1));
         let ranks = Ranks::new(false);

@@ -12,11 +12,11 @@ use super::root_jobs;
 use crate::budget::Budget;
 use crate::entry::Chunk;
 use crate::error::Error;
-use crate::filter::{Decision, DirInfo, EntryFilter, FilterState, Handover, ImportError, RawEntry};
+use crate::filter::{Decision, DirHook, DirInfo, ErasedHook, ImportError, MovedDir, RawEntry};
 use crate::settings::{Order, Settings, Shared};
 use crate::visit::{Flow, Visitor};
 
-fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Option<Arc<dyn EntryFilter>>) -> Settings {
+fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Option<Arc<dyn ErasedHook>>) -> Settings {
     Settings {
         order: Order::Parallel,
         threads,
@@ -32,7 +32,7 @@ fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Opt
         sort: None,
         chunk_size: 8,
         visit_empty: false,
-        filter,
+        hook: filter,
     }
 }
 
@@ -44,7 +44,7 @@ fn shared_with(
     roots: &[PathBuf],
     follow_links: bool,
     shallow_first: bool,
-    filter: Option<Arc<dyn EntryFilter>>,
+    filter: Option<Arc<dyn ErasedHook>>,
 ) -> Shared {
     let roots = roots
         .iter()
@@ -58,7 +58,7 @@ fn shared_with(
     )
 }
 
-/// A filter whose verdicts hang on state inherited down the whole path:
+/// A hook whose verdicts hang on state inherited down the whole path:
 /// each directory's state is a running sum over the names of its
 /// ancestors, and an entry is yielded (and descended into) unless the sum
 /// with its own name is a multiple of 5. A state lost or garbled on the
@@ -71,18 +71,17 @@ fn name_sum(name: &[u8]) -> u64 {
     name.iter().map(|&b| u64::from(b)).sum()
 }
 
-impl EntryFilter for PathSum {
-    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&FilterState>) -> Option<FilterState> {
-        let above = parent.and_then(|p| p.downcast_ref::<u64>()).copied().unwrap_or(0);
+impl DirHook for PathSum {
+    type State = u64;
+
+    fn enter(&self, dir: &DirInfo<'_>, parent: Option<&Arc<u64>>) -> Option<Arc<u64>> {
+        let above = parent.map_or(0, |p| **p);
         let name = dir.path.rsplit(|&b| b == b'/').next().unwrap_or(dir.path);
         Some(Arc::new(above * 3 + name_sum(name)))
     }
 
-    fn decide(&self, state: Option<&FilterState>, entry: &RawEntry<'_>) -> Decision {
-        let sum = state
-            .and_then(|s| s.downcast_ref::<u64>())
-            .copied()
-            .expect("a state for every directory");
+    fn decide(&self, state: Option<&u64>, entry: &RawEntry<'_>) -> Decision {
+        let sum = *state.expect("a state for every directory");
         if (sum + name_sum(entry.name)).is_multiple_of(5) {
             Decision::SKIP
         } else {
@@ -90,12 +89,11 @@ impl EntryFilter for PathSum {
         }
     }
 
-    fn export_state(&self, state: &FilterState, _: &Handover<'_>) -> Option<Vec<u8>> {
-        let sum = state.downcast_ref::<u64>()?;
+    fn export_state(&self, sum: &Arc<u64>, _: &MovedDir<'_>) -> Option<Vec<u8>> {
         self.exports.then(|| sum.to_le_bytes().to_vec())
     }
 
-    fn import_state(&self, bytes: &[u8], _: &Handover<'_>) -> Result<FilterState, ImportError> {
+    fn import_state(&self, bytes: &[u8], _: &MovedDir<'_>) -> Result<Arc<u64>, ImportError> {
         let sum: [u8; 8] = bytes.try_into().map_err(|_| "not a sum")?;
         Ok(Arc::new(u64::from_le_bytes(sum)))
     }
@@ -225,7 +223,7 @@ fn alone(roots: &[PathBuf], follow_links: bool) -> Seen {
     alone_with(roots, follow_links, None)
 }
 
-fn alone_with(roots: &[PathBuf], follow_links: bool, filter: Option<Arc<dyn EntryFilter>>) -> Seen {
+fn alone_with(roots: &[PathBuf], follow_links: bool, filter: Option<Arc<dyn ErasedHook>>) -> Seen {
     let shared = shared_with(roots, follow_links, false, filter);
     let mut seen = Seen::default();
     pool::run(&shared, root_jobs(&shared).collect(), &Alone, Seen::default, |s| {
@@ -246,7 +244,7 @@ fn pair_with(
     follow_links: bool,
     shallow_first: bool,
     batch: usize,
-    filter: impl Fn() -> Option<Arc<dyn EntryFilter>>,
+    filter: impl Fn() -> Option<Arc<dyn ErasedHook>>,
 ) -> (Seen, [usize; 2]) {
     // The second pool starts with nothing: idle, and wanting work.
     let exchange = Exchange {
@@ -384,7 +382,7 @@ fn a_handoff_that_does_not_fit_the_walk_is_refused() {
 fn filter_state_travels_with_the_directories_handed_over() {
     let tmp = tempfile::tempdir().unwrap();
     let roots = make_tree(tmp.path());
-    let filter = |exports| move || Some(Arc::new(PathSum { exports }) as Arc<dyn EntryFilter>);
+    let filter = |exports| move || Some(Arc::new(PathSum { exports }) as Arc<dyn ErasedHook>);
     let expected = alone_with(&roots, false, filter(true)());
     assert!(
         expected.entries.len() < alone(&roots, false).entries.len(),
@@ -422,11 +420,7 @@ fn a_filter_state_that_does_not_decode_is_refused() {
     let Ok(crate::read::Job::Open(pending)) = handoff(Some(7u64.to_le_bytes().to_vec())).into_job(&walk) else {
         panic!("a sound handoff is refused");
     };
-    let state = pending
-        .parent
-        .filter_state
-        .as_ref()
-        .and_then(|s| s.downcast_ref::<u64>());
+    let state = pending.parent.hook_state.as_ref().and_then(|s| s.downcast_ref::<u64>());
     assert_eq!(state, Some(&7), "the parent's state was not imported");
     let why = handoff(Some(b"short".to_vec())).into_job(&walk).err().unwrap();
     assert!(why.contains("not a sum"), "{why}");
