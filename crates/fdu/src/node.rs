@@ -309,7 +309,9 @@ impl Node {
             key_above: Box::default(),
             dev,
             ino,
-            path: (depth as usize <= settings.max_depth).then(|| path.into()),
+            // Each level's path, kept down a chain 30,000 deep, was 900 MB
+            // for --tree, which prints no du line to need it.
+            path: (!keep_tree && depth as usize <= settings.max_depth).then(|| path.into()),
             name: keep_tree.then(|| name.into()),
             detail,
             local: AtomicU64::new(own.amount),
