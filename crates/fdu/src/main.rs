@@ -7,6 +7,7 @@ use std::process::ExitCode;
 static NOTE_CLOSED_STDOUT: extern "C" fn() = fdu::output::note_closed_stdout;
 
 fn main() -> ExitCode {
+    fnd_walk::fit_address_space();
     if let Some(launched) = fnd_mpi::launch::launched() {
         #[cfg(feature = "mpi")]
         return fdu::ranks::run(launched);

@@ -462,3 +462,36 @@ fn a_signal_during_an_export_leaves_no_temporary_file() {
         assert_eq!(status.signal(), Some(signal), "{status:?}");
     }
 }
+
+/// `fdu -f` on the export of a deep chain writes its lines as they come:
+/// they are quadratic in depth (here 280 MB for an export of 200 kB), and
+/// were held whole until the end. Run within 128 MiB of address space.
+#[test]
+fn a_deep_export_is_replayed_within_a_small_address_space() {
+    let depth = 3000;
+    let name = "n".repeat(60);
+    let mut text = String::from(r#"[1,2,{"progname":"ncdu","progver":"1.19","timestamp":1},[{"name":"/r"}"#);
+    for _ in 0..depth {
+        text.push_str(&format!(r#",[{{"name":"{name}","asize":4096,"dsize":4096}}"#));
+    }
+    text.push_str(&"]".repeat(depth + 2));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("export");
+    std::fs::write(&file, text).unwrap();
+    let Ok(out) = std::process::Command::new("prlimit")
+        .arg("--as=134217728")
+        .args([env!("CARGO_BIN_EXE_fdu"), "-f"])
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .output()
+    else {
+        return; // no prlimit here
+    };
+    assert!(out.status.success(), "{out:?}");
+    let total = std::process::Command::new(env!("CARGO_BIN_EXE_fdu"))
+        .args(["-s", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&total.stdout), format!("{}\t/r\n", depth * 4));
+}

@@ -87,10 +87,27 @@ pub fn build_indexes(roots: &[PathBuf], file: Option<&Path>, threads: usize) -> 
                 }
             },
         };
-        let built = build::build(&real, threads).and_then(|mut w| store::write_index(&target, &mut w));
-        if let Err(e) = built {
-            print_error(format_args!("could not write the index '{}': {e}", target.display()));
-            ok = false;
+        let built = build::build_reporting(&real, threads)
+            .and_then(|(mut w, unread)| store::write_index(&target, &mut w).map(|()| unread));
+        match built {
+            Err(e) => {
+                print_error(format_args!("could not write the index '{}': {e}", target.display()));
+                ok = false;
+            }
+            // Written all the same: a checked query reads these again.
+            Ok(Some(unread)) => {
+                print_error(format_args!(
+                    "the index of '{}' lacks what {} could not be read: {}",
+                    real.display(),
+                    match unread.count {
+                        1 => "1 directory".to_string(),
+                        n => format!("{n} directories"),
+                    },
+                    unread.first
+                ));
+                ok = false;
+            }
+            Ok(None) => {}
         }
     }
     if ok {

@@ -1,6 +1,7 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    fnd_walk::fit_address_space();
     if let Some(launched) = fnd_mpi::launch::launched() {
         // Started by mpirun or srun as one of several tasks: one job over
         // all of them; a build without MPI would walk and print the whole

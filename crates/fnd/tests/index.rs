@@ -597,3 +597,60 @@ fn a_checked_query_with_no_thread_to_spare_answers_whole() {
     assert!(err.is_empty(), "{err}");
     assert_eq!(sorted(&out.stdout), live);
 }
+
+/// A build that cannot read a directory for a reason that may pass (here
+/// descriptors: `ulimit -n 5` on a chain deeper than `PATH_MAX`) says so
+/// in one line and fails, and a checked query of the index it wrote reads
+/// that directory again and answers whole. A build that exits 0 wrote
+/// the whole tree.
+#[test]
+fn a_build_short_of_descriptors_says_what_the_index_lacks() {
+    use fnd_test_support::hostile::{make_chain, remove_chain};
+    let base = tempfile::tempdir().unwrap();
+    let tree = base.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    make_chain(&tree, 600);
+    let file = base.path().join("idx");
+    let fnd = env!("CARGO_BIN_EXE_fnd");
+    let Ok(built) = Command::new("prlimit")
+        .arg("--nofile=5")
+        .args([fnd, "--build-index", "--index-file"])
+        .args([&file, &tree])
+        .output()
+    else {
+        remove_chain(&tree);
+        return;
+    };
+    let err = String::from_utf8_lossy(&built.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let live = sorted(
+        &Command::new(fnd)
+            .args(["-u", "-t", "f", "."])
+            .arg(&tree)
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(live.len() >= 600);
+    let query = |freshness: &str| {
+        let out = Command::new(fnd)
+            .arg(format!("--indexed={freshness}"))
+            .arg("--index-file")
+            .arg(&file)
+            .args(["-u", "-t", "f", "."])
+            .arg(&tree)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        sorted(&out.stdout)
+    };
+    if built.status.success() {
+        assert_eq!(query("stale-ok"), live, "exit 0, the index is whole");
+    } else {
+        assert_eq!(built.status.code(), Some(1), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("lacks what") && err.contains("open files"), "{err}");
+    }
+    assert_eq!(query("checked"), live);
+    remove_chain(&tree);
+}

@@ -71,6 +71,9 @@ struct Shard {
 /// The shards of one listing, and the next directory's number.
 struct Shards {
     walk: u64,
+    /// The first directory that could not be read whole for a reason that
+    /// may pass, as the walk said it ([`Collect::error`]).
+    first_unread: Mutex<Option<String>>,
     /// Entries came in a chunk without its directory's number: the walk
     /// broke its contract, and the listing is not to be trusted.
     lost: AtomicBool,
@@ -123,6 +126,8 @@ pub struct Listed {
     /// The paths of the directories whose listing failed or was cut short
     /// for a reason that may pass: their rows are stamped to be read again.
     unfinished: FxHashSet<Vec<u8>>,
+    /// The first of them, as the walk said it.
+    first_unread: Option<String>,
 }
 
 impl Listed {
@@ -247,6 +252,8 @@ impl Visitor for Collect {
         if !matches!(error.errno(), Some(Errno::ACCESS | Errno::PERM)) {
             let path = error.path().as_os_str().as_bytes().to_vec();
             self.shards.mine().unfinished.push(path);
+            let mut first = self.shards.first_unread.lock().unwrap_or_else(|e| e.into_inner());
+            first.get_or_insert_with(|| error.to_string());
         }
         Flow::Continue
     }
@@ -361,6 +368,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
         next_dir: AtomicU32::new(0),
         next_shard: AtomicUsize::new(0),
         shards: (0..threads.max(1) + 1).map(|_| Mutex::default()).collect(),
+        first_unread: Mutex::default(),
     });
     let mut walk = WalkBuilder::new(&roots[0]);
     for root in &roots[1..] {
@@ -395,6 +403,7 @@ pub fn list(roots: &[PathBuf], within: Option<&Path>, threads: usize, skip: Opti
     let dirs = shards.next_dir.load(Ordering::Relaxed) as usize;
     let mut all = Listed {
         records: vec![Record::default(); dirs],
+        first_unread: shards.first_unread.lock().unwrap_or_else(|e| e.into_inner()).take(),
         ..Listed::default()
     };
     for (i, shard) in shards.shards.iter().enumerate() {
@@ -574,7 +583,26 @@ pub fn now() -> i64 {
 /// assert_eq!(index.entry_count(), 2);
 /// ```
 pub fn build(root: &Path, threads: usize) -> io::Result<IndexWriter> {
-    let listed = list(&[root.to_path_buf()], None, threads, None)?;
+    build_reporting(root, threads).map(|(w, _)| w)
+}
+
+/// Directories a build could not read whole for a reason that may pass
+/// (descriptors or memory short, EIO…): the index lacks what they hold
+/// until a check reads them again.
+#[derive(Debug)]
+pub struct Unread {
+    pub count: usize,
+    /// The first of them, as the walk said it.
+    pub first: String,
+}
+
+/// [`build`], and the directories it could not read whole, if any.
+pub fn build_reporting(root: &Path, threads: usize) -> io::Result<(IndexWriter, Option<Unread>)> {
+    let mut listed = list(&[root.to_path_buf()], None, threads, None)?;
+    let unread = listed.first_unread.take().map(|first| Unread {
+        count: listed.unfinished.len(),
+        first,
+    });
     let (dirs, entries) = listed.counts();
     let root = root.as_os_str().as_bytes();
     let mut w = IndexWriter::with_table(root, now(), &listed.names);
@@ -583,7 +611,7 @@ pub fn build(root: &Path, threads: usize) -> io::Result<IndexWriter> {
     // Some 280k blocks to free: while the index is saved (here, when no
     // thread can start).
     let _ = std::thread::Builder::new().spawn(move || drop(listed));
-    Ok(w)
+    Ok((w, unread))
 }
 
 #[cfg(test)]

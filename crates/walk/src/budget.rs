@@ -7,7 +7,8 @@
 //! while reads wait on I/O), [`release`] to give one back, and
 //! [`Reservation`], a descriptor counted until it is dropped. The count is
 //! per process, as `RLIMIT_NOFILE` is: every walk running at once draws on
-//! it. Relies on nothing else in this crate.
+//! it. Also [`fit_address_space`], malloc's share of a process held to an
+//! address space (`RLIMIT_AS`). Relies on nothing else in this crate.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -160,4 +161,52 @@ impl Drop for Reservation {
     fn drop(&mut self) {
         release();
     }
+}
+
+/// For a process held to an address space (`ulimit -v`): one malloc arena
+/// for all threads. glibc gives each new thread an arena of its own, each
+/// reserving 64 MiB of address space; under 256 MiB the fourth failed, and
+/// an allocation of a few hundred bytes aborted the run (`fdu -s` on a slow
+/// tree, every run). Call before any thread starts; with no such limit (or
+/// another C library) it does nothing.
+pub fn fit_address_space() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if address_space_limited() {
+        // SAFETY: only sets a parameter, before any other thread allocates.
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 1);
+        }
+    }
+}
+
+/// Whether the process is held to an address space (`RLIMIT_AS`).
+fn address_space_limited() -> bool {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) == 0 && limit.rlim_cur != libc::RLIM_INFINITY }
+}
+
+/// Whether `bytes` of address space can be mapped now. A thread maps its
+/// stack and, as it starts, std maps its signal stack and panics where it
+/// cannot (`ulimit -v`: a third of `fdu -s` runs on a slow tree died so).
+/// Asked before a thread is added, with room to spare: a walk goes on
+/// with the threads it has. Always true without a limit.
+pub(crate) fn room_for(bytes: usize) -> bool {
+    static LIMITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*LIMITED.get_or_init(address_space_limited) {
+        return true;
+    }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    // SAFETY: a fresh mapping of no access, unmapped at once.
+    unsafe {
+        let at = libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_NONE, flags, -1, 0);
+        if at == libc::MAP_FAILED {
+            return false;
+        }
+        libc::munmap(at, bytes);
+    }
+    true
 }

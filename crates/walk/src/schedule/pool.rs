@@ -408,15 +408,17 @@ fn add_io_workers<'scope, 'env, V, M, R>(
         // A small stack: up to the I/O depth of them may start (128 at 2 MiB
         // each took a 256 MiB `ulimit -v` whole), and a worker's reads and
         // visitors do not recurse with depth.
-        let started = std::thread::Builder::new()
-            .stack_size(IO_WORKER_STACK)
-            .spawn_scoped(scope, move || {
-                let grow = || add_io_workers(scope, pool, remote, make, added);
-                let visitor = work(pool, remote, local, me, make(), &grow);
-                budget.release_workers(1);
-                added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
-            });
-        if started.is_err() {
+        let started = crate::budget::room_for(THREAD_ROOM).then(|| {
+            std::thread::Builder::new()
+                .stack_size(IO_WORKER_STACK)
+                .spawn_scoped(scope, move || {
+                    let grow = || add_io_workers(scope, pool, remote, make, added);
+                    let visitor = work(pool, remote, local, me, make(), &grow);
+                    budget.release_workers(1);
+                    added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
+                })
+        });
+        if !matches!(started, Some(Ok(_))) {
             // The walk goes on with the workers it has; this one's deque
             // stays empty, and the descriptors kept for the rest go back.
             pool.io.refuse();
@@ -428,6 +430,10 @@ fn add_io_workers<'scope, 'env, V, M, R>(
 
 /// The stack of a worker added while reads wait on I/O.
 const IO_WORKER_STACK: usize = 512 * 1024;
+
+/// The address space left free for an added worker to start: its stack,
+/// its signal stack and its first allocations, with room for the others.
+const THREAD_ROOM: usize = 32 * IO_WORKER_STACK;
 
 /// One worker: read jobs (its own first, then stolen) until the walk ends.
 fn work<V: Visitor, R: Remote>(
