@@ -95,7 +95,7 @@ const SPILL_AT: usize = 1 << 20;
 /// for its size (NUL bytes, see [`Writer::room`]), the room is filled in
 /// place when the directory is left, and the NULs left over are taken out
 /// as the root's document goes to the output, once the root is complete.
-/// The document waits in memory up to [`SPILL_AT`] bytes, beyond that in
+/// The document waits in memory up to `SPILL_AT` (1 MiB), beyond that in
 /// an unnamed temporary file (`$TMPDIR`), so the memory held is a few
 /// megabytes and the directories open at the moment (a name each while
 /// it has no entry yet, 8 bytes after), whatever the size of the tree.

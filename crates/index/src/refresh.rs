@@ -375,7 +375,7 @@ pub struct Refresh {
 const STATS_IN_FLIGHT: usize = 64;
 
 /// Check every directory of `index` and rebuild what changed, with
-/// `threads` threads ([`STATS_IN_FLIGHT`] at least where stats wait on a
+/// `threads` threads (`STATS_IN_FLIGHT` at least where stats wait on a
 /// server). An error when the root itself is gone.
 ///
 /// `threads`: 0 for one per core.

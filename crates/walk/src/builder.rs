@@ -169,7 +169,7 @@ impl WalkBuilder {
 
     /// Most directory reads of a parallel walk that may wait on the file
     /// system at once (0 means the default: 128, shared among the ranks of
-    /// an MPI job on the same node in [`visit_ranks`](Self::visit_ranks)).
+    /// an MPI job on the same node in `visit_ranks`, feature `mpi`).
     /// The walk starts with
     /// [`threads`](Self::threads) workers and, only when it sees its reads
     /// block (a cold cache, a network or FUSE mount), adds workers up to this

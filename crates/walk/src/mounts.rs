@@ -44,7 +44,7 @@ const SERVED: &[&[u8]] = &[
 ];
 
 /// Whether a file system that holds `root`, or is mounted within it, is
-/// one whose calls wait on a server ([`SERVED`]: NFS, SMB, Lustre, GPFS,
+/// one whose calls wait on a server (NFS, SMB, Lustre, GPFS,
 /// BeeGFS, Ceph, FUSE…), where many calls in flight pay while on a local
 /// disk in the cache two cores are all there is. False when that cannot
 /// be told.
