@@ -457,14 +457,25 @@ fn ctrl_c_clears_the_progress_line() {
         references::skip("script (util-linux) is not installed: no terminal to draw a progress line on");
         return;
     }
+    use std::os::unix::process::CommandExt;
     let dir = fixture();
-    let mut script = Command::new("script")
+    let mut command = Command::new("script");
+    command
         .args(["-qfec", &format!("{FDU} --files0-from=-"), "/dev/null"])
         .current_dir(dir.path())
         .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    // A test run in the background (`cmd &`, nohup, some CI runners)
+    // inherits SIGINT ignored, and fdu rightly keeps an ignored SIGINT
+    // ignored (as du does): the Ctrl-C below would then never end it.
+    // SAFETY: only an async-signal-safe call between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut script = command.spawn().unwrap();
     let mut keys = script.stdin.take().unwrap();
     let mut screen = script.stdout.take().unwrap();
     let reading = std::thread::spawn(move || {
@@ -475,7 +486,18 @@ fn ctrl_c_clears_the_progress_line() {
     std::thread::sleep(std::time::Duration::from_millis(1500));
     keys.write_all(b"\x03").unwrap();
     keys.flush().unwrap();
-    let status = script.wait().unwrap();
+    // Fail rather than hang should the Ctrl-C not end fdu.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = script.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = script.kill();
+            panic!("fdu did not end within 60 s of a Ctrl-C");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     drop(keys);
     let all = reading.join().unwrap();
     let text = String::from_utf8_lossy(&all);

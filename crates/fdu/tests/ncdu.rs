@@ -429,14 +429,23 @@ fn a_signal_during_an_export_leaves_no_temporary_file() {
         let dir = fixture();
         let out_dir = dir.path().join("out");
         fs::create_dir(&out_dir).unwrap();
-        let mut tracer = strace
-            .command()
+        let mut command = strace.command();
+        command
             .args(["-f", "-qq", "-o", "/dev/null", "-e", "trace=getdents64"])
             .args(["-e", "inject=getdents64:delay_enter=300000", FDU, "-o"])
             .arg(out_dir.join("export.json"))
-            .arg(dir.path().join("t"))
-            .spawn()
-            .unwrap();
+            .arg(dir.path().join("t"));
+        // A test run in the background inherits SIGINT and SIGHUP ignored
+        // (`cmd &`, nohup), and fdu rightly keeps them ignored.
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGHUP, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let mut tracer = command.spawn().unwrap();
         let children = format!("/proc/{0}/task/{0}/children", tracer.id());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         let (pid, temp_seen) = loop {
