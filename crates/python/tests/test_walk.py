@@ -4,6 +4,7 @@ import _thread
 import errno
 import os
 import pathlib
+import signal
 import threading
 
 import pytest
@@ -202,15 +203,22 @@ def test_many_threads_walk_at_once(tree):
 
 
 def test_keyboard_interrupt_stops_a_walk(tree):
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
-    walks = 0
-    with pytest.raises(KeyboardInterrupt):
-        while True:
-            for _ in fnd_walk.walk(tree):
-                pass
-            walks += 1
-    timer.cancel()
+    # Run in the background (`cmd &`, nohup), Python starts with SIGINT
+    # ignored and installs no handler for it, and interrupt_main() then
+    # does nothing: the loop below would never end.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        timer = threading.Timer(0.2, _thread.interrupt_main)
+        timer.start()
+        walks = 0
+        with pytest.raises(KeyboardInterrupt):
+            while True:
+                for _ in fnd_walk.walk(tree):
+                    pass
+                walks += 1
+        timer.cancel()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # The interpreter goes on: another walk works.
     assert as_set(fnd_walk.walk(tree)) == as_set(os.walk(tree))
 
