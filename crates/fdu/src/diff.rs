@@ -359,6 +359,17 @@ impl Names {
             }
         }
         let (mut at, mut dir) = (0, None);
+        // A few files' hashes, their slots prefetched, to be looked up
+        // together: one by one, each lookup waited for its cache miss.
+        let mut batch: Vec<(u64, u64, usize, usize, u32)> = Vec::with_capacity(GONE_BATCH);
+        let mut settle = |batch: &mut Vec<(u64, u64, usize, usize, u32)>| {
+            for &(hash, amount, start, end, index) in batch.iter() {
+                if old.files.contains(hash) {
+                    gone.push((amount, join(&self.path(index), &self.files[start..end])));
+                }
+            }
+            batch.clear();
+        };
         while at < self.files.len() {
             let word = get_leb(&self.files, &mut at);
             if word & 1 == 1 {
@@ -370,19 +381,29 @@ impl Names {
                     .map(|d| (word / 2, d.hash));
                 continue;
             }
+            let start = at;
             let end = (at + (word / 2) as usize).min(self.files.len());
-            let name = &self.files[at..end];
             at = end;
             let amount = get_leb(&self.files, &mut at);
             let Some((index, parent)) = dir else { continue };
             let (hard_link, amount) = (amount & 1 == 1, amount / 2);
-            if old.files.contains(child_hash(parent, name)) && !(new.one_link_only && hard_link) {
-                gone.push((amount, join(&self.path(index as u32), name)));
+            if new.one_link_only && hard_link {
+                continue;
+            }
+            let hash = child_hash(parent, &self.files[start..end]);
+            old.files.prefetch(hash);
+            batch.push((hash, amount, start, end, index as u32));
+            if batch.len() == GONE_BATCH {
+                settle(&mut batch);
             }
         }
+        settle(&mut batch);
         gone
     }
 }
+
+/// How many of OLD's files [`Names::gone`] looks up at once.
+const GONE_BATCH: usize = 16;
 
 /// An export read into a [`Side`]; reading NEW, compared with OLD as it goes.
 struct Reading<'a> {
@@ -856,7 +877,12 @@ fn live_side(
     rest.judge_waiting(&old);
     appeared.extend(rest.appeared);
     resolve_links(links, &mut dirs);
-    for h in matched.into_iter().chain(rest.matched) {
+    let matched: Vec<u64> = matched.into_iter().chain(rest.matched).collect();
+    // Prefetched a few ahead: one by one, each waited for its cache miss.
+    for (i, &h) in matched.iter().enumerate() {
+        if let Some(&ahead) = matched.get(i + GONE_BATCH) {
+            old.files.prefetch(ahead);
+        }
         old.files.remove(h);
     }
     let side = Side {
