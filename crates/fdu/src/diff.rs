@@ -108,6 +108,25 @@ impl FileSet {
         !self.slots.is_empty() && self.slots[self.find(key)] == key
     }
 
+    /// A set of `keys`, sized for them once, each slot prefetched a few
+    /// keys ahead (inserted one by one as an export was read, OLD's files
+    /// were most of the reading's time, each waiting for its cache miss).
+    fn from_keys(keys: &[u64]) -> FileSet {
+        let size = (keys.len() * 2).next_power_of_two().max(16);
+        let mut set = FileSet {
+            slots: vec![0; size],
+            len: 0,
+            zero: false,
+        };
+        for (i, &key) in keys.iter().enumerate() {
+            if let Some(&ahead) = keys.get(i + GONE_BATCH) {
+                set.prefetch(ahead);
+            }
+            set.insert(key);
+        }
+        set
+    }
+
     /// Whether `key` was not in yet.
     fn insert(&mut self, key: u64) -> bool {
         if key == 0 {
@@ -418,8 +437,10 @@ struct Reading<'a> {
     /// OLD, when this reads NEW: its files are taken out as NEW has them.
     old: Option<&'a mut Side>,
     appeared: Vec<Appeared>,
-    /// Reading OLD: what names what is shown of it.
+    /// Reading OLD: what names what is shown of it, and its files' hashes
+    /// (made a set once all are read).
     names: Names,
+    file_hashes: Vec<u64>,
 }
 
 impl<'a> Reading<'a> {
@@ -433,6 +454,7 @@ impl<'a> Reading<'a> {
             old,
             appeared: Vec::new(),
             names: Names::default(),
+            file_hashes: Vec::new(),
         }
     }
 }
@@ -495,7 +517,7 @@ impl Sink for Reading<'_> {
             }
         } else {
             // OLD: what NEW does not take out of this set is gone.
-            self.side.files.insert(hash);
+            self.file_hashes.push(hash);
             self.names.file(&e.name, e.amount, e.hard_link);
         }
         let amount = if e.hard_link {
@@ -554,8 +576,11 @@ fn read_side(
         appeared,
         totals_given,
         mut names,
+        file_hashes,
         ..
     } = reading;
+    side.files = FileSet::from_keys(&file_hashes);
+    drop(file_hashes);
     side.one_link_only = totals_given;
     resolve_links(links, &mut side.dirs);
     names.files.shrink_to_fit();
@@ -1192,9 +1217,13 @@ mod tests {
             set.prefetch(k);
         }
         assert_eq!(set.len + usize::from(set.zero), std_set.len());
+        let keys: Vec<u64> = std_set.iter().copied().chain(std_set.iter().copied()).collect();
+        let built = FileSet::from_keys(&keys);
+        assert_eq!(built.len + usize::from(built.zero), std_set.len());
         assert!(set.len * 2 <= set.slots.len());
         for k in 0..200_000u64 {
             assert_eq!(set.contains(k), std_set.contains(&k), "{k}");
+            assert_eq!(built.contains(k), std_set.contains(&k), "{k}");
         }
     }
 
