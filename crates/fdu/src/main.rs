@@ -6,6 +6,12 @@ use std::process::ExitCode;
 #[link_section = ".init_array"]
 static NOTE_CLOSED_STDOUT: extern "C" fn() = fdu::output::note_closed_stdout;
 
+/// Under `ulimit -v`, threads without signal stacks of their own: std
+/// decides as its runtime starts, so this runs before it.
+#[used]
+#[link_section = ".init_array"]
+static SKIP_SIGNAL_STACKS: extern "C" fn() = fnd_walk::skip_signal_stacks_under_limit;
+
 fn main() -> ExitCode {
     fnd_walk::fit_address_space();
     if let Some(launched) = fnd_mpi::launch::launched() {

@@ -7,8 +7,9 @@
 //! while reads wait on I/O), [`release`] to give one back, and
 //! [`Reservation`], a descriptor counted until it is dropped. The count is
 //! per process, as `RLIMIT_NOFILE` is: every walk running at once draws on
-//! it. Also [`fit_address_space`], malloc's share of a process held to an
-//! address space (`RLIMIT_AS`). Relies on nothing else in this crate.
+//! it. Also [`fit_address_space`] and [`skip_signal_stacks_under_limit`],
+//! what a process held to an address space (`RLIMIT_AS`) asks of malloc and
+//! of Rust's runtime. Relies on nothing else in this crate.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -167,14 +168,75 @@ impl Drop for Reservation {
 /// for all threads. glibc gives each new thread an arena of its own, each
 /// reserving 64 MiB of address space; under 256 MiB the fourth failed, and
 /// an allocation of a few hundred bytes aborted the run (`fdu -s` on a slow
-/// tree, every run). Call before any thread starts; with no such limit (or
-/// another C library) it does nothing.
+/// tree, every run). Also puts back the default action of SIGSEGV and
+/// SIGBUS that [`skip_signal_stacks_under_limit`] replaced. Call first in
+/// `main`, before any thread starts; with no such limit it does nothing.
 pub fn fit_address_space() {
+    if !address_space_limited() {
+        return;
+    }
+    restore_fault_actions();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if address_space_limited() {
-        // SAFETY: only sets a parameter, before any other thread allocates.
+    // SAFETY: only sets a parameter, before any other thread allocates.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
+/// Under `ulimit -v`, keep Rust's runtime from giving every thread a
+/// signal stack of its own; for `.init_array`, so that it runs before the
+/// runtime starts (each binary names it there).
+///
+/// std maps a signal stack (for its "has overflowed its stack" message) as
+/// each thread starts, inside the new thread, and panics there when the
+/// mapping fails: a thread the caller was told had started never runs.
+/// Worse, the panic's message needs memory of its own; under the same
+/// limit std then waits forever on a lock it already holds (1.95: the
+/// panic hook holds the backtrace lock while it allocates, and the hook of
+/// a failed allocation takes it again), and every thread waiting on that
+/// one waits too (`fdu --tree` under `ulimit -v 256M`: 11 threads in
+/// futex waits, no end). A runtime that finds a handler for SIGSEGV
+/// already set maps no signal stacks, so this sets one, and
+/// [`fit_address_space`] puts the default back once the runtime has looked.
+/// A stack overflow then ends the process by SIGSEGV, as for a program in
+/// C, instead of with std's message. Without an address-space limit it
+/// does nothing.
+pub extern "C" fn skip_signal_stacks_under_limit() {
+    if !address_space_limited() {
+        return;
+    }
+    for signal in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: sets a handler that only restores the default action;
+        // no thread but this one exists yet.
         unsafe {
-            libc::mallopt(libc::M_ARENA_MAX, 1);
+            libc::signal(signal, fault_with_default_action as *const () as libc::sighandler_t);
+        }
+    }
+}
+
+/// Stands in for the default action of SIGSEGV and SIGBUS until
+/// [`fit_address_space`] restores it: puts the default back and returns, so
+/// that the fault happens again and the default action ends the process.
+extern "C" fn fault_with_default_action(signal: libc::c_int) {
+    // SAFETY: signal(2) may be called in a handler.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+    }
+}
+
+/// Put back the default action that [`skip_signal_stacks_under_limit`]
+/// replaced, now that the runtime has decided to map no signal stacks.
+fn restore_fault_actions() {
+    for signal in [libc::SIGSEGV, libc::SIGBUS] {
+        // SAFETY: reads the current action, and replaces it only where it
+        // is ours.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) == 0
+                && action.sa_sigaction == fault_with_default_action as *const () as libc::sighandler_t
+            {
+                libc::signal(signal, libc::SIG_DFL);
+            }
         }
     }
 }
@@ -189,11 +251,11 @@ fn address_space_limited() -> bool {
     unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) == 0 && limit.rlim_cur != libc::RLIM_INFINITY }
 }
 
-/// Whether `bytes` of address space can be mapped now. A thread maps its
-/// stack and, as it starts, std maps its signal stack and panics where it
-/// cannot (`ulimit -v`: a third of `fdu -s` runs on a slow tree died so).
-/// Asked before a thread is added, with room to spare: a walk goes on
-/// with the threads it has. Always true without a limit.
+/// Whether `bytes` of address space can be mapped now. Asked before a
+/// thread is added, with room to spare for its stack and for what it will
+/// allocate: under `ulimit -v` a walk goes on with the threads it has
+/// rather than take the last of the address space from malloc. Always true
+/// without a limit.
 pub(crate) fn room_for(bytes: usize) -> bool {
     static LIMITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if !*LIMITED.get_or_init(address_space_limited) {
