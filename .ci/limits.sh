@@ -103,7 +103,7 @@ slowfs=bench/slowfs/target/release/slowfs
 if [ "${FND_LIMITS_SLOW:-1}" = 1 ] && [ "$(id -u)" = 0 ] && [ -e /dev/fuse ] &&
     { [ -x "$slowfs" ] || (cd bench/slowfs && cargo build --release --quiet); } 2>/dev/null; then
     mkdir "$work/slow"
-    "$slowfs" --delay-us 300 --threads 64 "$work/tree" "$work/slow" 2>/dev/null &
+    "$slowfs" --delay-us 300 --threads 64 --allow-other "$work/tree" "$work/slow" 2>/dev/null &
     slowfs_pid=$!
     for _ in $(seq 500); do mountpoint -q "$work/slow" && break; sleep 0.01; done
     if mountpoint -q "$work/slow"; then trees+=(slow); else echo "limits: skip the slow tree: slowfs did not mount"; fi
@@ -285,14 +285,19 @@ for tree in "${trees[@]}"; do
             if [ "$mode" = "fdu -i" ]; then
                 browse "$work/$tree" ${prefix[$limit]} >"$out" 2>"$err"
             else
-                # A run that waits forever uses no CPU: 300 s of wall time ends it.
-                timeout -s KILL 300 ${prefix[$limit]} "run_mode '$mode' '$work/$tree'" >"$out" 2>"$err"
+                # A run that waits forever uses no CPU: 300 s of wall time
+                # ends it. The prefix and run_mode are shell functions
+                # (exported), which timeout can only run through a shell.
+                timeout -s KILL 300 bash -c "${prefix[$limit]} \"run_mode '$mode' '$work/$tree'\"" >"$out" 2>"$err"
             fi
             rc=$?
             normalise "$mode" "$out"
             verdict=
             if grep -q "panicked\|RUST_BACKTRACE" "$err"; then
                 verdict="a panic"
+            elif [ $rc = 126 ] || [ $rc = 127 ]; then
+                # The shell's own failure: the run never happened.
+                verdict="not run: $(head -1 "$err")"
             elif [ $rc -gt 128 ] && [ $rc -lt $((128 + 65)) ]; then
                 verdict="killed by signal $((rc - 128))"
             elif [ $rc = 0 ] && ! cmp -s "$out" "$work/want.$key"; then

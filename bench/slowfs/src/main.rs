@@ -322,6 +322,9 @@ struct Args {
     ttl: Duration,
     threads: usize,
     stats: bool,
+    /// Other users may read the mount too (root's, or with user_allow_other
+    /// in /etc/fuse.conf): runs under another uid, as for `ulimit -u`.
+    allow_other: bool,
     trace: Option<PathBuf>,
     source: PathBuf,
     mountpoint: PathBuf,
@@ -332,6 +335,7 @@ fn parse_args() -> Result<Args, String> {
     let mut ttl = Duration::ZERO;
     let mut threads = 64;
     let mut stats = false;
+    let mut allow_other = false;
     let mut trace = None;
     let mut positional = Vec::new();
     let mut args = std::env::args_os().skip(1);
@@ -347,6 +351,7 @@ fn parse_args() -> Result<Args, String> {
             Some("--ttl-s") => ttl = Duration::from_secs(number("--ttl-s")?),
             Some("--threads") => threads = number("--threads")?.max(1) as usize,
             Some("--stats") => stats = true,
+            Some("--allow-other") => allow_other = true,
             Some("--trace") => trace = Some(PathBuf::from(args.next().ok_or("--trace needs a folder")?)),
             Some("-h" | "--help") => return Err(String::new()),
             _ => positional.push(PathBuf::from(arg)),
@@ -360,6 +365,7 @@ fn parse_args() -> Result<Args, String> {
         ttl,
         threads,
         stats,
+        allow_other,
         trace,
         source,
         mountpoint,
@@ -394,7 +400,7 @@ fn main() -> ExitCode {
                 eprintln!("slowfs: {msg}");
             }
             eprintln!(
-                "usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT"
+                "usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] [--allow-other] SOURCE MOUNTPOINT"
             );
             return ExitCode::from(2);
         }
@@ -458,11 +464,14 @@ fn main() -> ExitCode {
         state: state.clone(),
         tasks,
     };
-    let options = [
+    let mut options = vec![
         MountOption::RO,
         MountOption::FSName("slowfs".into()),
         MountOption::Subtype("slowfs".into()),
     ];
+    if args.allow_other {
+        options.push(MountOption::AllowOther);
+    }
     match fuser::mount2(fs, &args.mountpoint, &options) {
         Ok(()) => {
             if args.stats {
