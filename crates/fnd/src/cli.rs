@@ -6,6 +6,10 @@
 //! This only parses, into clap's types and plain values; a value that clap
 //! checks (a size, an owner, a command) is parsed by the module it belongs
 //! to. What the options mean together is `config`'s to work out.
+//!
+//! The field docs below are `--help`'s text, as fd words it (`<path>`,
+//! `[(user|uid)]`), not rustdoc's markup.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
