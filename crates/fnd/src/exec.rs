@@ -476,12 +476,13 @@ fn run_commands(commands: &[&[&OsStr]], buffered: bool, null_separator: bool, ou
     for argv in commands {
         let mut cmd = Command::new(argv[0]);
         cmd.args(&argv[1..]);
-        let result = if buffered {
-            cmd.output()
+        if buffered {
+            cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         } else {
             // One runner: the command talks to the terminal directly.
-            cmd.stdin(Stdio::inherit()).spawn().and_then(|c| c.wait_with_output())
-        };
+            cmd.stdin(Stdio::inherit());
+        }
+        let result = fnd_walk::when_descriptors_free(|| cmd.spawn()).and_then(|c| c.wait_with_output());
         match result {
             Ok(output) => {
                 let success = output.status.code() == Some(0);
@@ -586,16 +587,15 @@ impl Batch {
             self.cmd.try_args(&self.post)?;
             running.wait();
             if self.capture {
-                let output = self
-                    .cmd
+                self.cmd
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .output()?;
+                    .stderr(Stdio::piped());
+                let output = fnd_walk::when_descriptors_free(|| self.cmd.spawn())?.wait_with_output()?;
                 write_outputs(&[(output.stdout, output.stderr)], false, out);
                 running.failed |= !output.status.success();
             } else {
-                running.child = Some(self.cmd.spawn()?);
+                running.child = Some(fnd_walk::when_descriptors_free(|| self.cmd.spawn())?);
             }
             self.cmd = Self::command(&self.pre)?;
             self.count = 0;

@@ -213,3 +213,38 @@ fn many_results_each_once_and_batches_one_at_a_time() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(sorted_lines(&out.stdout).len(), expected.len() - 100);
 }
+
+/// A command that cannot start for want of descriptors waits for the
+/// walk's to close, as fd's commands under `ulimit -n 10` do not: 48
+/// directories, each given to `echo` with its output captured (two pipes
+/// and the spawn's own), every one reported and none refused.
+#[test]
+fn commands_wait_for_descriptors_under_a_low_limit() {
+    let t = tempfile::tempdir().unwrap();
+    for top in 0..8 {
+        for sub in 0..5 {
+            let d = t.path().join(format!("t{top}/s{sub}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for f in 0..20 {
+                std::fs::write(d.join(format!("f{f}")), "").unwrap();
+            }
+        }
+    }
+    for (flag, n) in [("-x", "10"), ("-x", "12"), ("-X", "10")] {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("ulimit -n {n} && exec \"$0\" \"$@\""))
+            .arg(assert_cmd::cargo::cargo_bin("fnd"))
+            .args(["-u", "-t", "d", ".", ".", flag, "echo"])
+            .current_dir(t.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{flag} at {n}: {stderr}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).split_whitespace().count(),
+            48,
+            "{flag} at {n}: {stderr}"
+        );
+    }
+}
