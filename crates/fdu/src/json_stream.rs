@@ -527,26 +527,7 @@ impl<'o> Writer<'o> {
     }
 
     fn quoted(&mut self, s: &[u8]) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let out = &mut *self.out;
-        out.push(b'"');
-        let mut rest = s;
-        while let Some(at) = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20) {
-            out.extend_from_slice(&rest[..at]);
-            match rest[at] {
-                b'"' => out.extend_from_slice(b"\\\""),
-                b'\\' => out.extend_from_slice(b"\\\\"),
-                b'\n' => out.extend_from_slice(b"\\n"),
-                b'\r' => out.extend_from_slice(b"\\r"),
-                b'\t' => out.extend_from_slice(b"\\t"),
-                0x08 => out.extend_from_slice(b"\\b"),
-                0x0c => out.extend_from_slice(b"\\f"),
-                c => out.extend_from_slice(&[b'\\', b'u', b'0', b'0', HEX[(c >> 4) as usize], HEX[(c & 15) as usize]]),
-            }
-            rest = &rest[at + 1..];
-        }
-        out.extend_from_slice(rest);
-        out.push(b'"');
+        fnd_output::json::push_bytes_as_string(self.out, s);
     }
 }
 

@@ -8,19 +8,25 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// Append `s` as a JSON string, quotes included, escaped as serde_json
 /// escapes: `"`, `\`, and control characters (`\n`, `\t`, … or `\u00XX`).
 pub fn push_string(out: &mut Vec<u8>, s: &str) {
-    push_string_escaping(out, s, false);
+    push_string_escaping(out, s.as_bytes(), false);
+}
+
+/// [`push_string`] for bytes that need not be UTF-8, escaped the same way;
+/// other bytes are written as they are (as ncdu writes names to its
+/// exports: a reader that wants JSON's UTF-8 must take them as bytes).
+pub fn push_bytes_as_string(out: &mut Vec<u8>, bytes: &[u8]) {
+    push_string_escaping(out, bytes, false);
 }
 
 /// [`push_string`] for a terminal: DEL and the C1 controls (U+0080 to
 /// U+009F; a terminal may read U+009B as the start of an escape sequence)
 /// are written as `\u` escapes too. The text is the same JSON string.
 pub fn push_string_for_terminal(out: &mut Vec<u8>, s: &str) {
-    push_string_escaping(out, s, true);
+    push_string_escaping(out, s.as_bytes(), true);
 }
 
-fn push_string_escaping(out: &mut Vec<u8>, s: &str, terminal: bool) {
+fn push_string_escaping(out: &mut Vec<u8>, bytes: &[u8], terminal: bool) {
     out.push(b'"');
-    let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         if i < start {
@@ -110,6 +116,13 @@ mod tests {
         assert_eq!(out, serde_json::to_vec(&nasty).unwrap());
         let back: String = serde_json::from_slice(&out).unwrap();
         assert_eq!(back, nasty);
+    }
+
+    #[test]
+    fn bytes_escape_as_strings_do_and_keep_the_rest() {
+        let mut out = Vec::new();
+        push_bytes_as_string(&mut out, b"a\"\\\n\x01\xff\xc3\xa9");
+        assert_eq!(out, b"\"a\\\"\\\\\\n\\u0001\xff\xc3\xa9\"");
     }
 
     #[test]
