@@ -103,7 +103,9 @@ slowfs=bench/slowfs/target/release/slowfs
 if [ "${FND_LIMITS_SLOW:-1}" = 1 ] && [ "$(id -u)" = 0 ] && [ -e /dev/fuse ] &&
     { [ -x "$slowfs" ] || (cd bench/slowfs && cargo build --release --quiet); } 2>/dev/null; then
     mkdir "$work/slow"
-    "$slowfs" --delay-us 300 --threads 64 "$work/tree" "$work/slow" 2>/dev/null &
+    # Readable by nobody too (ulimit -u runs as nobody): FUSE refuses
+    # every user but the one that mounted it otherwise.
+    "$slowfs" --delay-us 300 --threads 64 --allow-other "$work/tree" "$work/slow" 2>/dev/null &
     slowfs_pid=$!
     for _ in $(seq 500); do mountpoint -q "$work/slow" && break; sleep 0.01; done
     if mountpoint -q "$work/slow"; then trees+=(slow); else echo "limits: skip the slow tree: slowfs did not mount"; fi
@@ -285,13 +287,19 @@ for tree in "${trees[@]}"; do
             if [ "$mode" = "fdu -i" ]; then
                 browse "$work/$tree" ${prefix[$limit]} >"$out" 2>"$err"
             else
-                # A run that waits forever uses no CPU: 300 s of wall time ends it.
-                timeout -s KILL 300 ${prefix[$limit]} "run_mode '$mode' '$work/$tree'" >"$out" 2>"$err"
+                # A run that waits forever uses no CPU: 300 s of wall time
+                # ends it. timeout runs programs, not functions: the prefix
+                # (an exported function) is run by the bash it starts.
+                # shellcheck disable=SC2016 # "$@" is that bash's
+                timeout -s KILL 300 bash -c '"$@"' limit ${prefix[$limit]} "run_mode '$mode' '$work/$tree'" >"$out" 2>"$err"
             fi
             rc=$?
             normalise "$mode" "$out"
             verdict=
-            if grep -q "panicked\|RUST_BACKTRACE" "$err"; then
+            if [ $rc = 126 ] || [ $rc = 127 ]; then
+                # The shell's, not the tools': the run never ran.
+                verdict="not run (exit $rc)"
+            elif grep -q "panicked\|RUST_BACKTRACE" "$err"; then
                 verdict="a panic"
             elif [ $rc -gt 128 ] && [ $rc -lt $((128 + 65)) ]; then
                 verdict="killed by signal $((rc - 128))"

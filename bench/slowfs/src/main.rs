@@ -5,7 +5,7 @@
 //! flight at once, as they would be against a server: what a walker gains
 //! here is what it gains by keeping requests in flight.
 //!
-//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT
+//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] [--allow-other] SOURCE MOUNTPOINT
 //! Runs in the foreground until the mount point is unmounted (`umount
 //! MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
 //!
@@ -28,6 +28,10 @@
 //!   clock (ms since the epoch) and the requests in flight on average over
 //!   those 100 ms, to see when a client's slots sit idle (and line several
 //!   clients up in time).
+//! - `--allow-other`: users other than the one that mounted it may read it
+//!   too, as the source's modes allow (FUSE's `allow_other` and
+//!   `default_permissions`; for root, or with `user_allow_other` in
+//!   /etc/fuse.conf). Without it every other user is refused, root included.
 //! - `--stats`: when the mount ends, print how many requests of each kind
 //!   came in and the process's CPU time (what the emulation itself costs).
 
@@ -322,6 +326,7 @@ struct Args {
     ttl: Duration,
     threads: usize,
     stats: bool,
+    allow_other: bool,
     trace: Option<PathBuf>,
     source: PathBuf,
     mountpoint: PathBuf,
@@ -332,6 +337,7 @@ fn parse_args() -> Result<Args, String> {
     let mut ttl = Duration::ZERO;
     let mut threads = 64;
     let mut stats = false;
+    let mut allow_other = false;
     let mut trace = None;
     let mut positional = Vec::new();
     let mut args = std::env::args_os().skip(1);
@@ -347,6 +353,7 @@ fn parse_args() -> Result<Args, String> {
             Some("--ttl-s") => ttl = Duration::from_secs(number("--ttl-s")?),
             Some("--threads") => threads = number("--threads")?.max(1) as usize,
             Some("--stats") => stats = true,
+            Some("--allow-other") => allow_other = true,
             Some("--trace") => trace = Some(PathBuf::from(args.next().ok_or("--trace needs a folder")?)),
             Some("-h" | "--help") => return Err(String::new()),
             _ => positional.push(PathBuf::from(arg)),
@@ -360,6 +367,7 @@ fn parse_args() -> Result<Args, String> {
         ttl,
         threads,
         stats,
+        allow_other,
         trace,
         source,
         mountpoint,
@@ -394,7 +402,7 @@ fn main() -> ExitCode {
                 eprintln!("slowfs: {msg}");
             }
             eprintln!(
-                "usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT"
+                "usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] [--allow-other] SOURCE MOUNTPOINT"
             );
             return ExitCode::from(2);
         }
@@ -458,11 +466,14 @@ fn main() -> ExitCode {
         state: state.clone(),
         tasks,
     };
-    let options = [
+    let mut options = vec![
         MountOption::RO,
         MountOption::FSName("slowfs".into()),
         MountOption::Subtype("slowfs".into()),
     ];
+    if args.allow_other {
+        options.extend([MountOption::AllowOther, MountOption::DefaultPermissions]);
+    }
     match fuser::mount2(fs, &args.mountpoint, &options) {
         Ok(()) => {
             if args.stats {
