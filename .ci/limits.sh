@@ -152,7 +152,11 @@ export -f run_mode
 # fdu's stderr and exit code as they are after q. Without an answer in
 # 120 s the screen is the answer, and the exit code 124.
 browse() { # ROOT [LIMIT PREFIX...]
-    local sock=fnd-limits-$$ at=$work/browse root=$1 i
+    # A server of its own each time: one just told to exit may still be
+    # there, and a new session on its socket died with it ("server exited
+    # unexpectedly", after which the run waited its 120 s).
+    browsed=$((${browsed:-0} + 1))
+    local sock=fnd-limits-$$-$browsed at=$work/browse root=$1 i
     shift
     rm -f "$at".rc "$at".err "$at".screen
     # The pane reads its command from a file: tmux's shell would lose the
@@ -299,6 +303,8 @@ for tree in "${trees[@]}"; do
             if [ $rc = 126 ] || [ $rc = 127 ]; then
                 # The shell's, not the tools': the run never ran.
                 verdict="not run (exit $rc)"
+            elif [ "$mode" = "fdu -i" ] && [ $rc = 124 ]; then
+                verdict="no answer in 120 s"
             elif grep -q "panicked\|RUST_BACKTRACE" "$err"; then
                 verdict="a panic"
             elif [ $rc -gt 128 ] && [ $rc -lt $((128 + 65)) ]; then
