@@ -20,17 +20,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 KNOWN=(
-    # fdu -o's export is quadratic in depth; -o and --json are being
-    # reworked for depth elsewhere
-    "fdu -o/chain/*"
-    # 256 MiB of address space: a std thread that cannot map its signal
-    # stack panics as it starts. malloc keeps one arena under the limit and
-    # the walk adds a worker only with room to spare, but threads started
-    # elsewhere are not asked: fdu -s on the slow tree died so in 1 run of
-    # 12 (6 of 6 before); not every run, so every mode is listed. fdu
-    # --tree on the slow tree once waited forever there instead (every
-    # thread in a futex wait): killed after 300 s
-    "*/slow/ulimit -v" "*/chain/ulimit -v"
+    # None: the last (`ulimit -v` on the slow tree and the chain, a thread
+    # that could not map std's signal stack) went with 7e128df.
 )
 # Every run is also held to 2 GiB of address space and 120 s of CPU, so that a
 # run that fails (memory on the chain, say) cannot take the machine.
@@ -103,6 +94,8 @@ slowfs=bench/slowfs/target/release/slowfs
 if [ "${FND_LIMITS_SLOW:-1}" = 1 ] && [ "$(id -u)" = 0 ] && [ -e /dev/fuse ] &&
     { [ -x "$slowfs" ] || (cd bench/slowfs && cargo build --release --quiet); } 2>/dev/null; then
     mkdir "$work/slow"
+    # Readable by nobody too (ulimit -u runs as nobody): FUSE refuses
+    # every user but the one that mounted it otherwise.
     "$slowfs" --delay-us 300 --threads 64 --allow-other "$work/tree" "$work/slow" 2>/dev/null &
     slowfs_pid=$!
     for _ in $(seq 500); do mountpoint -q "$work/slow" && break; sleep 0.01; done
@@ -150,7 +143,11 @@ export -f run_mode
 # fdu's stderr and exit code as they are after q. Without an answer in
 # 120 s the screen is the answer, and the exit code 124.
 browse() { # ROOT [LIMIT PREFIX...]
-    local sock=fnd-limits-$$ at=$work/browse root=$1 i
+    # A server of its own each time: one just told to exit may still be
+    # there, and a new session on its socket died with it ("server exited
+    # unexpectedly", after which the run waited its 120 s).
+    browsed=$((${browsed:-0} + 1))
+    local sock=fnd-limits-$$-$browsed at=$work/browse root=$1 i
     shift
     rm -f "$at".rc "$at".err "$at".screen
     # The pane reads its command from a file: tmux's shell would lose the
@@ -286,18 +283,21 @@ for tree in "${trees[@]}"; do
                 browse "$work/$tree" ${prefix[$limit]} >"$out" 2>"$err"
             else
                 # A run that waits forever uses no CPU: 300 s of wall time
-                # ends it. The prefix and run_mode are shell functions
-                # (exported), which timeout can only run through a shell.
-                timeout -s KILL 300 bash -c "${prefix[$limit]} \"run_mode '$mode' '$work/$tree'\"" >"$out" 2>"$err"
+                # ends it. timeout runs programs, not functions: the prefix
+                # (an exported function) is run by the bash it starts.
+                # shellcheck disable=SC2016 # "$@" is that bash's
+                timeout -s KILL 300 bash -c '"$@"' limit ${prefix[$limit]} "run_mode '$mode' '$work/$tree'" >"$out" 2>"$err"
             fi
             rc=$?
             normalise "$mode" "$out"
             verdict=
-            if grep -q "panicked\|RUST_BACKTRACE" "$err"; then
+            if [ $rc = 126 ] || [ $rc = 127 ]; then
+                # The shell's, not the tools': the run never ran.
+                verdict="not run (exit $rc)"
+            elif [ "$mode" = "fdu -i" ] && [ $rc = 124 ]; then
+                verdict="no answer in 120 s"
+            elif grep -q "panicked\|RUST_BACKTRACE" "$err"; then
                 verdict="a panic"
-            elif [ $rc = 126 ] || [ $rc = 127 ]; then
-                # The shell's own failure: the run never happened.
-                verdict="not run: $(head -1 "$err")"
             elif [ $rc -gt 128 ] && [ $rc -lt $((128 + 65)) ]; then
                 verdict="killed by signal $((rc - 128))"
             elif [ $rc = 0 ] && ! cmp -s "$out" "$work/want.$key"; then

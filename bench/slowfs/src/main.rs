@@ -5,7 +5,7 @@
 //! flight at once, as they would be against a server: what a walker gains
 //! here is what it gains by keeping requests in flight.
 //!
-//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] SOURCE MOUNTPOINT
+//! Usage: slowfs [--delay-us N] [--threads N] [--ttl-s N] [--trace DIR] [--stats] [--allow-other] SOURCE MOUNTPOINT
 //! Runs in the foreground until the mount point is unmounted (`umount
 //! MOUNTPOINT` or `fusermount3 -u MOUNTPOINT`).
 //!
@@ -28,6 +28,10 @@
 //!   clock (ms since the epoch) and the requests in flight on average over
 //!   those 100 ms, to see when a client's slots sit idle (and line several
 //!   clients up in time).
+//! - `--allow-other`: users other than the one that mounted it may read it
+//!   too, as the source's modes allow (FUSE's `allow_other` and
+//!   `default_permissions`; for root, or with `user_allow_other` in
+//!   /etc/fuse.conf). Without it every other user is refused, root included.
 //! - `--stats`: when the mount ends, print how many requests of each kind
 //!   came in and the process's CPU time (what the emulation itself costs).
 
@@ -322,8 +326,6 @@ struct Args {
     ttl: Duration,
     threads: usize,
     stats: bool,
-    /// Other users may read the mount too (root's, or with user_allow_other
-    /// in /etc/fuse.conf): runs under another uid, as for `ulimit -u`.
     allow_other: bool,
     trace: Option<PathBuf>,
     source: PathBuf,
@@ -470,7 +472,7 @@ fn main() -> ExitCode {
         MountOption::Subtype("slowfs".into()),
     ];
     if args.allow_other {
-        options.push(MountOption::AllowOther);
+        options.extend([MountOption::AllowOther, MountOption::DefaultPermissions]);
     }
     match fuser::mount2(fs, &args.mountpoint, &options) {
         Ok(()) => {

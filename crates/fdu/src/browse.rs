@@ -148,7 +148,7 @@ pub fn run(mut settings: Settings, scan: ScanTree) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let result = browse(&mut screen, &settings, scan, apparent);
+    let result = keys_ready().and_then(|()| browse(&mut screen, &settings, scan, apparent));
     drop(screen);
     let held = messages::release();
     for line in &held {
@@ -162,6 +162,50 @@ pub fn run(mut settings: Settings, scan: ScanTree) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The terminal's key reader, set up before the scan, and room left for
+/// the walk. The reader takes three descriptors of its own once and for
+/// all (epoll, a socket pair for SIGWINCH); set up during the scan it raced
+/// the walk for them: under `ulimit -n 5` the whole tree was drawn and then
+/// left at once, at 6 the walk lost the root to it and showed an empty
+/// folder, at 7 every folder but the root waited and failed. The walk goes
+/// on with two (a directory and its child) and no fewer. Where either
+/// cannot be had, nothing is scanned: one line says why.
+fn keys_ready() -> Result<(), String> {
+    let limit = || match rustix::process::getrlimit(rustix::process::Resource::Nofile).current {
+        Some(n) => format!("ulimit -n is {n}"),
+        None => "ulimit -n".into(),
+    };
+    if let Err(e) = event::poll(Duration::ZERO) {
+        return Err(if spare_descriptors(3) {
+            format!("cannot read keys from the terminal: {e}")
+        } else {
+            format!(
+                "cannot read keys from the terminal: {e} (too few file descriptors: {})",
+                limit()
+            )
+        });
+    }
+    if !spare_descriptors(WALK_DESCRIPTORS) {
+        return Err(format!(
+            "too few file descriptors left to read the tree ({}): fdu -i needs {} beside the terminal's",
+            limit(),
+            WALK_DESCRIPTORS
+        ));
+    }
+    Ok(())
+}
+
+/// Descriptors the walk cannot do without: a directory open, and its child.
+const WALK_DESCRIPTORS: usize = 2;
+
+/// Whether `n` more descriptors can be opened now (tried, then closed).
+fn spare_descriptors(n: usize) -> bool {
+    let held: Vec<_> = (0..n)
+        .map_while(|_| rustix::io::fcntl_dupfd_cloexec(rustix::stdio::stderr(), 0).ok())
+        .collect();
+    held.len() == n
 }
 
 /// Scan, then answer keys until `q`. `Err`: why it stopped early.

@@ -2,7 +2,8 @@
 //! runs it on a tree the test builds, sends keys and reads the screen with
 //! `capture-pane`. The screens themselves are tested in `src/browse/draw.rs`
 //! with ratatui's test backend; here: a deletion reaches the disk and the
-//! totals shown, and the terminal is given back after `q` and Ctrl-C.
+//! totals shown, the terminal is given back after `q` and Ctrl-C, and
+//! too few descriptors are said in one line.
 //!
 //! Needs tmux (`.ci/run` installs it); without it the tests say so and
 //! pass, unless `FND_REQUIRE_REFERENCE=1`.
@@ -90,9 +91,14 @@ fn write(path: &Path, bytes: usize) {
 
 /// `fdu -i DIR`, then its exit status and the terminal's settings, to files.
 fn session(dir: &Path, out: &Path) -> Option<Tmux> {
+    session_after(dir, out, "")
+}
+
+/// [`session`], with `setup` (shell commands, such as a `ulimit`) first.
+fn session_after(dir: &Path, out: &Path, setup: &str) -> Option<Tmux> {
     let fdu = env!("CARGO_BIN_EXE_fdu");
     let command = format!(
-        "'{fdu}' -i '{}' 2>'{err}'; echo $? >'{status}'; stty -a >'{stty}'; sleep 60",
+        "{setup} '{fdu}' -i '{}' 2>'{err}'; echo $? >'{status}'; stty -a >'{stty}'; sleep 60",
         dir.display(),
         err = out.join("stderr").display(),
         status = out.join("status").display(),
@@ -181,6 +187,50 @@ fn a_folder_deleted_in_the_browser_is_gone_from_disk_and_from_the_totals() {
         stty.contains(" icanon") && stty.contains(" echo "),
         "terminal restored: {stty}"
     );
+    assert_eq!(std::fs::read_to_string(out.join("stderr")).unwrap(), "");
+}
+
+/// Too few descriptors for the terminal's key reader (`ulimit -n 5`) or
+/// for the walk beside it (6, 7): one line, exit 1, before any scan: the
+/// tree was drawn and left at once, or drawn empty, or waited on.
+#[test]
+fn too_few_descriptors_is_one_line_and_exit_1() {
+    for (limit, says) in [
+        (5, "cannot read keys from the terminal"),
+        (6, "too few file descriptors left to read the tree"),
+        (7, "too few file descriptors left to read the tree"),
+    ] {
+        let (_tmp, dir, out) = tree();
+        let setup = format!("ulimit -n {limit};");
+        let Some(_tmux) = session_after(&dir, &out, &setup) else {
+            return;
+        };
+        assert_eq!(wait_for_file(&out.join("status")).trim(), "1", "ulimit -n {limit}");
+        let err = std::fs::read_to_string(out.join("stderr")).unwrap();
+        assert_eq!(err.lines().count(), 1, "ulimit -n {limit}: {err}");
+        assert!(
+            err.contains(says) && err.contains("ulimit -n is"),
+            "ulimit -n {limit}: {err}"
+        );
+        let stty = wait_for_file(&out.join("stty"));
+        assert!(
+            stty.contains(" icanon") && stty.contains(" echo "),
+            "terminal restored: {stty}"
+        );
+    }
+}
+
+/// With enough descriptors for both, the whole tree, exit 0 after `q`.
+#[test]
+fn a_few_descriptors_are_enough() {
+    let (_tmp, dir, out) = tree();
+    let Some(tmux) = session_after(&dir, &out, "ulimit -n 8;") else {
+        return;
+    };
+    let screen = tmux.wait("the first screen", |s| s.contains("Total disk usage"));
+    assert!(screen.contains("junk/") && screen.contains("keep/"), "{screen}");
+    tmux.keys(&["q"]);
+    assert_eq!(wait_for_file(&out.join("status")).trim(), "0");
     assert_eq!(std::fs::read_to_string(out.join("stderr")).unwrap(), "");
 }
 

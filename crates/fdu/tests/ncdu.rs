@@ -504,3 +504,78 @@ fn a_deep_export_is_replayed_within_a_small_address_space() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&total.stdout), format!("{}\t/r\n", depth * 4));
 }
+
+/// A child's peak resident set in KiB, its stdout and its status: its
+/// high-water mark (`VmHWM`) read until it exits (`ru_maxrss` would count
+/// the test process's image the child was forked from).
+fn peak_rss(cmd: &mut Command) -> (u64, Vec<u8>, std::process::ExitStatus) {
+    use std::io::Read;
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = Vec::new();
+        stdout.read_to_end(&mut all).unwrap();
+        all
+    });
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        let hwm = fs::read_to_string(&status_path).ok().and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak = peak.max(hwm.unwrap_or(0));
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    (peak, reader.join().unwrap(), status)
+}
+
+/// A chain removed with a few descriptors when dropped, even after a
+/// failed assertion (the temporary directory's removal would recurse once
+/// per level and overflow the stack).
+struct Chain(std::path::PathBuf);
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        fnd_test_support::hostile::remove_chain(&self.0);
+    }
+}
+
+/// `fdu -o` on a chain of 20,000 directories (paths of 220 kB), and
+/// `fdu -s -f` on its export, each in a few MiB: the export was quadratic
+/// in depth (1.9 GB at 30,000 levels), and so was reading it back. The
+/// total is the walk's.
+#[test]
+fn a_deep_chain_is_exported_and_read_back_in_bounded_memory() {
+    use fnd_test_support::hostile::{make_chain, scratch_dir, CHAIN_NAME};
+    const DEPTH: usize = 20_000;
+    let tmp = scratch_dir();
+    let chain = Chain(tmp.path().join("chain"));
+    fs::create_dir(&chain.0).unwrap();
+    make_chain(&chain.0, DEPTH);
+    let (rss_export, export, status) = peak_rss(Command::new(FDU).args(["-o", "-"]).arg(&chain.0));
+    assert!(status.success(), "fdu -o: {status:?}");
+    let level = format!(r#"[{{"name":"{CHAIN_NAME}""#);
+    let levels = export.windows(level.len()).filter(|w| *w == level.as_bytes()).count();
+    assert_eq!(levels, DEPTH, "every level exported");
+    let file = tmp.path().join("export");
+    fs::write(&file, &export).unwrap();
+    let (rss_read, total, status) = peak_rss(Command::new(FDU).args(["-s", "-f"]).arg(&file));
+    assert!(status.success(), "fdu -s -f: {status:?}");
+    let walked = Command::new(FDU).arg("-s").arg(&chain.0).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&total), String::from_utf8_lossy(&walked.stdout));
+    // Quadratic would be hundreds of MiB here; a debug fdu takes ~10.
+    for (what, kib) in [("fdu -o", rss_export), ("fdu -s -f", rss_read)] {
+        assert!(
+            kib > 0 && kib < 48 * 1024,
+            "{what}: peak RSS {kib} KiB at depth {DEPTH}"
+        );
+    }
+}

@@ -135,9 +135,15 @@ impl Dir {
     /// `crate::split`): entries and children look the same whichever
     /// reader found them.
     pub(crate) fn twin(&self, fd: RawFd) -> Dir {
+        self.spelt(self.prefix.clone(), self.path_len, fd)
+    }
+
+    /// This directory with `prefix` (its path, `path_len` bytes of it)
+    /// and `fd`, nothing pending.
+    fn spelt(&self, prefix: Box<[u8]>, path_len: usize, fd: RawFd) -> Dir {
         Dir {
-            prefix: self.prefix.clone(),
-            path_len: self.path_len,
+            prefix,
+            path_len,
             child_depth: self.child_depth,
             root_prefix_len: self.root_prefix_len,
             root: self.root,
@@ -149,6 +155,30 @@ impl Dir {
             pending: AtomicUsize::new(0),
             hook_state: self.hook_state.clone(),
         }
+    }
+
+    /// The same directory with its path let go (no descriptor): what a
+    /// result of the ordered walk holds while it waits, when the path is
+    /// long (see [`respelt`](Self::respelt)).
+    pub(crate) fn hollow(&self) -> Dir {
+        self.spelt(Box::new([]), self.path_len, -1)
+    }
+
+    /// Whether this is a [`hollow`](Self::hollow) directory.
+    pub(crate) fn is_hollow(&self) -> bool {
+        self.prefix.len() < self.path_len
+    }
+
+    /// A [`hollow`](Self::hollow) directory spelt `path` again (its path
+    /// as it was, of `path_len` bytes), without a descriptor.
+    pub(crate) fn respelt(&self, path: &[u8]) -> Dir {
+        debug_assert_eq!(path.len(), self.path_len, "a directory respelt with another path");
+        let mut prefix = Vec::with_capacity(path.len() + 1);
+        prefix.extend_from_slice(path);
+        if !prefix.ends_with(b"/") {
+            prefix.push(b'/');
+        }
+        self.spelt(prefix.into_boxed_slice(), path.len(), -1)
     }
 
     /// Whether this is the pseudo-directory above the roots.
