@@ -1,8 +1,10 @@
 //! `fnd_walk.walk`: `os.walk`'s `(dirpath, dirnames, filenames)` tuples
 //! from a parallel walk.
 //!
-//! The walk reads each directory whole (sorted by name, an empty one too:
-//! `WalkBuilder::visit_empty`), and its threads turn each into a
+//! The walk reads each directory whole (`WalkBuilder::whole_dirs`: one
+//! chunk, never split among threads; an empty one too:
+//! `WalkBuilder::visit_empty`), its names in the order the file system
+//! lists them, as `os.walk` gives them; its threads turn each into a
 //! [`Listing`], sorting symlinks to directories into `dirnames` as
 //! `os.walk` does (one `fstatat` per symlink). Listings arrive in the
 //! order the threads finish them; Python's thread puts them in an order
@@ -22,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use fnd_walk::{Chunk, Error, ErrorKind, FileType, RawEntry, Sort, WalkBuilder};
+use fnd_walk::{Chunk, Error, ErrorKind, FileType, RawEntry, WalkBuilder};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -530,7 +532,7 @@ pub fn walk(
     let stream = if walkable {
         let builder = WalkBuilder::new(root_path)
             .min_depth(1)
-            .sort(Some(Sort::Name))
+            .whole_dirs(true)
             .visit_empty(true)
             .follow_links(followlinks)
             .threads(threads);
