@@ -506,6 +506,8 @@ pub struct WalkIter {
     follow: bool,
     pruner: Arc<Pruned>,
     order: Order,
+    /// Pieces handed over, not yet put in order.
+    arrived: VecDeque<Piece>,
     /// An error found before the walk started (the top is not a directory).
     first_error: Option<(i32, Box<[u8]>)>,
     closed: bool,
@@ -541,6 +543,7 @@ impl WalkIter {
     /// Stop the walk now (it also stops when the iterator is collected).
     fn close(&mut self, py: Python<'_>) {
         self.closed = true;
+        self.arrived.clear();
         if let Some(mut stream) = self.stream.take() {
             stream.stop(py);
         }
@@ -553,23 +556,30 @@ impl WalkIter {
             order.settle(py, self.follow, &self.pruner)?;
         }
         loop {
-            match &mut self.order {
-                Order::TopDown(order) => {
-                    if let Some(piece) = order.ready.pop_front() {
-                        return Ok(Some(piece));
-                    }
-                    if order.done() {
-                        return Ok(None);
-                    }
+            let ready = match &mut self.order {
+                Order::TopDown(order) => &mut order.ready,
+                Order::BottomUp(order) => &mut order.ready,
+            };
+            if let Some(piece) = ready.pop_front() {
+                return Ok(Some(piece));
+            }
+            // One piece at a time, and only when nothing is ready: a
+            // subdirectory's listing, which comes after its parent's in
+            // the same batch, is then taken once the parent's tuple is
+            // out and the caller kept it, not set aside.
+            if let Some(piece) = self.arrived.pop_front() {
+                match &mut self.order {
+                    Order::TopDown(order) => order.take(piece),
+                    Order::BottomUp(order) => order.take(piece, &self.root, self.follow),
                 }
-                Order::BottomUp(order) => {
-                    if let Some(piece) = order.ready.pop_front() {
-                        return Ok(Some(piece));
-                    }
-                    if order.root_out {
-                        return Ok(None);
-                    }
-                }
+                continue;
+            }
+            let over = match &self.order {
+                Order::TopDown(order) => order.done(),
+                Order::BottomUp(order) => order.root_out,
+            };
+            if over {
+                return Ok(None);
             }
             let Some(stream) = self.stream.as_mut() else {
                 return Ok(None);
@@ -580,19 +590,13 @@ impl WalkIter {
             };
             for Batch { names, pieces } in batch {
                 let names = Arc::new(names);
-                for piece in pieces {
-                    let piece = match piece {
-                        Ok(span) => Piece::Listing(Listing {
-                            names: names.clone(),
-                            span,
-                        }),
-                        Err(error) => Piece::Error(error),
-                    };
-                    match &mut self.order {
-                        Order::TopDown(order) => order.take(piece),
-                        Order::BottomUp(order) => order.take(piece, &self.root, self.follow),
-                    }
-                }
+                self.arrived.extend(pieces.into_iter().map(|piece| match piece {
+                    Ok(span) => Piece::Listing(Listing {
+                        names: names.clone(),
+                        span,
+                    }),
+                    Err(error) => Piece::Error(error),
+                }));
             }
         }
     }
@@ -717,6 +721,7 @@ pub fn walk(
         follow: followlinks,
         pruner,
         order,
+        arrived: VecDeque::new(),
         first_error,
         closed: false,
     })
