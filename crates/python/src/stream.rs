@@ -23,7 +23,7 @@ const TICK: Duration = Duration::from_millis(50);
 
 /// Entries a batch holds before it is sent: one channel operation (and
 /// one wake-up of Python's thread) per this many, not per directory.
-const BATCH_ENTRIES: usize = 1024;
+pub const BATCH_ENTRIES: usize = 1024;
 
 /// The iterating side of a walk.
 pub struct Stream<T> {

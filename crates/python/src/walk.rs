@@ -1,12 +1,15 @@
 //! `fnd_walk.walk`: `os.walk`'s `(dirpath, dirnames, filenames)` tuples
 //! from a parallel walk.
 //!
-//! The walk reads each directory whole (sorted by name, an empty one too:
-//! `WalkBuilder::visit_empty`), and its threads turn each into a
+//! The walk reads each directory whole (`WalkBuilder::whole_dirs`: one
+//! chunk, never split among threads; an empty one too:
+//! `WalkBuilder::visit_empty`), its names in the order the file system
+//! lists them, as `os.walk` gives them; its threads turn each into a
 //! [`Listing`], sorting symlinks to directories into `dirnames` as
-//! `os.walk` does (one `fstatat` per symlink). Listings arrive in the
-//! order the threads finish them; Python's thread puts them in an order
-//! `os.walk` allows:
+//! `os.walk` does (one `fstatat` per symlink), and hand them over in
+//! batches ([`Batch`]: the names of a thousand entries in one buffer).
+//! Listings arrive in the order the threads finish them; Python's thread
+//! puts them in an order `os.walk` allows:
 //!
 //! * top-down, a directory only after its parent, and only once the
 //!   caller, having seen the parent, kept it in `dirnames`: a name taken
@@ -22,7 +25,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use fnd_walk::{Chunk, Error, ErrorKind, FileType, RawEntry, Sort, WalkBuilder};
+use fnd_walk::{Chunk, EntryRef, Error, ErrorKind, FileType, Flow, RawEntry, Visitor, WalkBuilder};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
@@ -32,7 +35,7 @@ use pyo3::types::{PyList, PyTuple};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::errors::{os_error, report, walk_error};
-use crate::stream::{Batcher, Items, Stream};
+use crate::stream::{Outlet, Stream, BATCH_ENTRIES};
 use crate::text::{decode, encode, path_arg, Spelling};
 
 /// What `os.walk` makes of an entry.
@@ -45,27 +48,54 @@ enum Kind {
     Other,
 }
 
-/// One directory, read whole: its path and its entries' names end to end
-/// in one buffer, so that a directory costs the walking thread two
-/// allocations and Python's thread two frees.
-pub struct Listing {
+/// The names of the directories one walking thread read, end to end in
+/// one buffer: a batch of them costs a few allocations, not two per
+/// directory, which Python's thread would free one by one (another
+/// thread's memory: glibc's slow path, with a lock).
+pub struct Names {
     bytes: Vec<u8>,
-    dir_len: usize,
     /// Each name's end in `bytes`, and what `os.walk` makes of the entry.
-    names: Vec<(u32, Kind)>,
+    ends: Vec<(u32, Kind)>,
+}
+
+/// Where one directory is in its [`Names`].
+#[derive(Clone, Copy)]
+struct Span {
+    /// Where its path starts in `bytes`; its names follow it.
+    start: u32,
+    dir_len: u32,
+    /// Its names' range in `ends`.
+    first: u32,
+    last: u32,
     /// How many of them go to `dirnames`.
-    dirs: usize,
+    dirs: u32,
+}
+
+/// One directory, read whole: its path and its entries' names.
+pub struct Listing {
+    names: Arc<Names>,
+    span: Span,
 }
 
 impl Listing {
     fn dir(&self) -> &[u8] {
-        &self.bytes[..self.dir_len]
+        let start = self.span.start as usize;
+        &self.names.bytes[start..start + self.span.dir_len as usize]
+    }
+
+    fn len(&self) -> usize {
+        (self.span.last - self.span.first) as usize
+    }
+
+    fn dirs(&self) -> usize {
+        self.span.dirs as usize
     }
 
     fn entries(&self) -> impl Iterator<Item = (&[u8], Kind)> + '_ {
-        let mut start = self.dir_len;
-        self.names.iter().map(move |&(end, kind)| {
-            let name = &self.bytes[start..end as usize];
+        let mut start = (self.span.start + self.span.dir_len) as usize;
+        let ends = &self.names.ends[self.span.first as usize..self.span.last as usize];
+        ends.iter().map(move |&(end, kind)| {
+            let name = &self.names.bytes[start..end as usize];
             start = end as usize;
             (name, kind)
         })
@@ -77,15 +107,60 @@ impl Listing {
             .filter(move |&(_, kind)| kind == Kind::Dir || (follow && kind == Kind::LinkToDir))
             .map(|(name, _)| name)
     }
+
+    /// The listing in a buffer of its own: one kept waiting no longer
+    /// holds on to the rest of its batch.
+    fn detach(self) -> Listing {
+        if Arc::strong_count(&self.names) == 1 {
+            return self;
+        }
+        let Span {
+            start,
+            dir_len,
+            first,
+            last,
+            ..
+        } = self.span;
+        let ends = &self.names.ends[first as usize..last as usize];
+        let end = ends.last().map_or(start + dir_len, |&(end, _)| end);
+        let names = Names {
+            bytes: self.names.bytes[start as usize..end as usize].to_vec(),
+            ends: ends.iter().map(|&(end, kind)| (end - start, kind)).collect(),
+        };
+        Listing {
+            span: Span {
+                start: 0,
+                first: 0,
+                last: names.ends.len() as u32,
+                ..self.span
+            },
+            names: Arc::new(names),
+        }
+    }
 }
 
-/// What crosses from the walking threads.
+/// What crosses from the walking threads: the directories one of them
+/// read and the errors it met, in the order met.
+pub struct Batch {
+    names: Names,
+    pieces: Vec<Result<Span, Error>>,
+}
+
+/// What Python's thread makes of a batch's pieces.
 pub enum Piece {
     Listing(Listing),
     Error(Error),
 }
 
 impl Piece {
+    /// See [`Listing::detach`].
+    fn detach(self) -> Piece {
+        match self {
+            Piece::Listing(l) => Piece::Listing(l.detach()),
+            error => error,
+        }
+    }
+
     fn path(&self) -> &[u8] {
         match self {
             Piece::Listing(l) => l.dir(),
@@ -94,52 +169,116 @@ impl Piece {
     }
 }
 
-struct Listings {
+/// A walking thread's visitor: gathers whole listings into a [`Batch`]
+/// and hands it over every [`BATCH_ENTRIES`] entries.
+struct Lister {
+    outlet: Outlet<Batch>,
     follow: bool,
+    batch: Batch,
+    entries: usize,
 }
 
-impl Items for Listings {
-    type Item = Piece;
-
-    fn chunk(&self, chunk: &mut Chunk<'_>) -> Piece {
-        let dir = chunk.parent_path().as_os_str().as_bytes();
-        // Sized once: growing the buffer name by name was most of this
-        // thread's time in malloc.
-        let names_len: usize = chunk.iter().map(|e| e.name_bytes().len()).sum();
-        let mut listing = Listing {
-            bytes: Vec::with_capacity(dir.len() + names_len),
-            dir_len: dir.len(),
-            names: Vec::with_capacity(chunk.len()),
-            dirs: 0,
-        };
-        listing.bytes.extend_from_slice(dir);
-        for entry in chunk.iter() {
-            let kind = match entry.file_type() {
-                FileType::Dir => Kind::Dir,
-                FileType::Symlink => {
-                    // os.walk asks `DirEntry.is_dir()`, which follows the link.
-                    let target = if self.follow {
-                        entry.target_type()
-                    } else {
-                        entry.metadata_follow().map_or(FileType::Symlink, |m| m.file_type())
-                    };
-                    if target == FileType::Dir {
-                        Kind::LinkToDir
-                    } else {
-                        Kind::Other
-                    }
-                }
-                _ => Kind::Other,
-            };
-            listing.bytes.extend_from_slice(entry.name_bytes());
-            listing.names.push((listing.bytes.len() as u32, kind));
-            listing.dirs += usize::from(kind != Kind::Other);
+impl Lister {
+    fn new(outlet: Outlet<Batch>, follow: bool) -> Self {
+        Lister {
+            outlet,
+            follow,
+            batch: Batch {
+                names: Names {
+                    bytes: Vec::new(),
+                    ends: Vec::new(),
+                },
+                pieces: Vec::new(),
+            },
+            entries: 0,
         }
-        Piece::Listing(listing)
     }
 
-    fn error(&self, error: Error) -> Piece {
-        Piece::Error(error)
+    fn kind(&self, entry: &EntryRef<'_>) -> Kind {
+        match entry.file_type() {
+            FileType::Dir => Kind::Dir,
+            FileType::Symlink => {
+                // os.walk asks `DirEntry.is_dir()`, which follows the link.
+                let target = if self.follow {
+                    entry.target_type()
+                } else {
+                    entry.metadata_follow().map_or(FileType::Symlink, |m| m.file_type())
+                };
+                if target == FileType::Dir {
+                    Kind::LinkToDir
+                } else {
+                    Kind::Other
+                }
+            }
+            _ => Kind::Other,
+        }
+    }
+
+    fn flush(&mut self) -> Flow {
+        if self.batch.pieces.is_empty() {
+            return Flow::Continue;
+        }
+        self.entries = 0;
+        // The next batch is sized like this one (up to a bound: one huge
+        // directory is no guide): growing it name by name was most of this
+        // thread's time in malloc.
+        let next = Batch {
+            names: Names {
+                bytes: Vec::with_capacity(self.batch.names.bytes.len().min(64 * BATCH_ENTRIES)),
+                ends: Vec::with_capacity(self.batch.names.ends.len().min(2 * BATCH_ENTRIES)),
+            },
+            pieces: Vec::with_capacity(self.batch.pieces.len().min(BATCH_ENTRIES)),
+        };
+        self.outlet.send(vec![std::mem::replace(&mut self.batch, next)])
+    }
+
+    fn counted(&mut self, entries: usize) -> Flow {
+        self.entries += entries;
+        if self.entries >= BATCH_ENTRIES {
+            return self.flush();
+        }
+        Flow::Continue
+    }
+}
+
+impl Visitor for Lister {
+    fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
+        if self.outlet.cancelled() {
+            return Flow::Stop;
+        }
+        let dir = chunk.parent_path().as_os_str().as_bytes();
+        let names = &self.batch.names;
+        let mut span = Span {
+            start: names.bytes.len() as u32,
+            dir_len: dir.len() as u32,
+            first: names.ends.len() as u32,
+            last: 0,
+            dirs: 0,
+        };
+        self.batch.names.bytes.extend_from_slice(dir);
+        for entry in chunk.iter() {
+            let kind = self.kind(&entry);
+            let names = &mut self.batch.names;
+            names.bytes.extend_from_slice(entry.name_bytes());
+            names.ends.push((names.bytes.len() as u32, kind));
+            span.dirs += u32::from(kind != Kind::Other);
+        }
+        span.last = self.batch.names.ends.len() as u32;
+        self.batch.pieces.push(Ok(span));
+        // An empty directory counts too: a tree of empty ones still goes in batches.
+        self.counted(chunk.len() + 1)
+    }
+
+    fn error(&mut self, error: Error) -> Flow {
+        self.batch.pieces.push(Err(error));
+        self.counted(1)
+    }
+}
+
+impl Drop for Lister {
+    /// The thread's walk is over: hand over what is left.
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -245,7 +384,7 @@ impl TopDown {
         if self.expected.remove(piece.path()) {
             self.ready.push_back(piece);
         } else if !self.is_pruned(piece.path()) {
-            self.early.entry(piece.path().into()).or_insert(piece);
+            self.early.entry(piece.path().into()).or_insert_with(|| piece.detach());
         }
     }
 
@@ -305,9 +444,11 @@ impl BottomUp {
                 let children = listing.walked(follow).count() as i64;
                 let node = self.waiting.entry(dir.clone()).or_default();
                 node.1 += children;
-                node.0 = Some(listing);
                 if node.1 == 0 {
+                    node.0 = Some(listing);
                     self.out(dir, root);
+                } else {
+                    node.0 = Some(listing.detach());
                 }
             }
             Piece::Error(error) => {
@@ -358,13 +499,15 @@ enum Order {
 /// The iterator `fnd_walk.walk` returns.
 #[pyclass(module = "fnd_walk")]
 pub struct WalkIter {
-    stream: Option<Stream<Piece>>,
+    stream: Option<Stream<Batch>>,
     root: Box<[u8]>,
     spelling: Spelling,
     onerror: Option<Py<PyAny>>,
     follow: bool,
     pruner: Arc<Pruned>,
     order: Order,
+    /// Pieces handed over, not yet put in order.
+    arrived: VecDeque<Piece>,
     /// An error found before the walk started (the top is not a directory).
     first_error: Option<(i32, Box<[u8]>)>,
     closed: bool,
@@ -400,6 +543,7 @@ impl WalkIter {
     /// Stop the walk now (it also stops when the iterator is collected).
     fn close(&mut self, py: Python<'_>) {
         self.closed = true;
+        self.arrived.clear();
         if let Some(mut stream) = self.stream.take() {
             stream.stop(py);
         }
@@ -412,23 +556,30 @@ impl WalkIter {
             order.settle(py, self.follow, &self.pruner)?;
         }
         loop {
-            match &mut self.order {
-                Order::TopDown(order) => {
-                    if let Some(piece) = order.ready.pop_front() {
-                        return Ok(Some(piece));
-                    }
-                    if order.done() {
-                        return Ok(None);
-                    }
+            let ready = match &mut self.order {
+                Order::TopDown(order) => &mut order.ready,
+                Order::BottomUp(order) => &mut order.ready,
+            };
+            if let Some(piece) = ready.pop_front() {
+                return Ok(Some(piece));
+            }
+            // One piece at a time, and only when nothing is ready: a
+            // subdirectory's listing, which comes after its parent's in
+            // the same batch, is then taken once the parent's tuple is
+            // out and the caller kept it, not set aside.
+            if let Some(piece) = self.arrived.pop_front() {
+                match &mut self.order {
+                    Order::TopDown(order) => order.take(piece),
+                    Order::BottomUp(order) => order.take(piece, &self.root, self.follow),
                 }
-                Order::BottomUp(order) => {
-                    if let Some(piece) = order.ready.pop_front() {
-                        return Ok(Some(piece));
-                    }
-                    if order.root_out {
-                        return Ok(None);
-                    }
-                }
+                continue;
+            }
+            let over = match &self.order {
+                Order::TopDown(order) => order.done(),
+                Order::BottomUp(order) => order.root_out,
+            };
+            if over {
+                return Ok(None);
             }
             let Some(stream) = self.stream.as_mut() else {
                 return Ok(None);
@@ -437,11 +588,15 @@ impl WalkIter {
                 self.stream = None;
                 return Ok(None);
             };
-            for piece in batch {
-                match &mut self.order {
-                    Order::TopDown(order) => order.take(piece),
-                    Order::BottomUp(order) => order.take(piece, &self.root, self.follow),
-                }
+            for Batch { names, pieces } in batch {
+                let names = Arc::new(names);
+                self.arrived.extend(pieces.into_iter().map(|piece| match piece {
+                    Ok(span) => Piece::Listing(Listing {
+                        names: names.clone(),
+                        span,
+                    }),
+                    Err(error) => Piece::Error(error),
+                }));
             }
         }
     }
@@ -450,8 +605,8 @@ impl WalkIter {
         let dirpath = decode(py, listing.dir(), self.spelling)?;
         // Both lists made at their final size and filled in place: no
         // vector of names in between.
-        let dirnames = new_list(py, listing.dirs)?;
-        let filenames = new_list(py, listing.names.len() - listing.dirs)?;
+        let dirnames = new_list(py, listing.dirs())?;
+        let filenames = new_list(py, listing.len() - listing.dirs())?;
         let mut given = match &mut self.order {
             Order::TopDown(order) => {
                 // Emptied here too: a tuple a decoding error abandoned
@@ -530,7 +685,7 @@ pub fn walk(
     let stream = if walkable {
         let builder = WalkBuilder::new(root_path)
             .min_depth(1)
-            .sort(Some(Sort::Name))
+            .whole_dirs(true)
             .visit_empty(true)
             .follow_links(followlinks)
             .threads(threads);
@@ -540,9 +695,8 @@ pub fn walk(
         } else {
             builder
         };
-        let items = Arc::new(Listings { follow: followlinks });
-        Some(Stream::start(move |outlet| {
-            builder.visit(|| Batcher::new(items.clone(), outlet.clone()), drop);
+        Some(Stream::start(move |outlet: Outlet<Batch>| {
+            builder.visit(|| Lister::new(outlet.clone(), followlinks), drop);
         })?)
     } else {
         None
@@ -567,6 +721,7 @@ pub fn walk(
         follow: followlinks,
         pruner,
         order,
+        arrived: VecDeque::new(),
         first_error,
         closed: false,
     })

@@ -23,6 +23,14 @@ def test_same_tuples_as_os_walk(tree, topdown):
     assert len(ours) == len(as_set(ours))  # each directory once
 
 
+@pytest.mark.parametrize("top", [str, os.fsencode])
+def test_names_in_os_walks_order(tree, top):
+    # Within a tuple the names come as the directory lists them, as
+    # os.walk gives them (the tuples themselves come in another order).
+    ours = {d: (ds, fs) for d, ds, fs in fnd_walk.walk(top(tree))}
+    assert ours == {d: (ds, fs) for d, ds, fs in os.walk(top(tree))}
+
+
 @pytest.mark.parametrize("topdown", [True, False])
 def test_bytes_top_gives_bytes(tree, topdown):
     top = os.fsencode(tree)
@@ -244,4 +252,5 @@ def test_a_directory_the_engine_could_split_is_one_tuple(tmp_path):
         (big / name).touch()
     tuples = [t for t in fnd_walk.walk(str(tmp_path), threads=4) if t[0] == str(big)]
     assert len(tuples) == 1
+    assert tuples[0][2] == os.listdir(big)
     assert set(tuples[0][2]) == names

@@ -90,6 +90,7 @@ impl WalkBuilder {
                     skip_hidden: false,
                     metadata: false,
                     sort: None,
+                    whole_dirs: false,
                     chunk_size: 512,
                     visit_empty: false,
                     hook: None,
@@ -397,6 +398,29 @@ impl WalkBuilder {
         self
     }
 
+    /// Hand each directory read to the visitor as one chunk, in the order
+    /// the file system lists it: never cut at [`chunk_size`](Self::chunk_size),
+    /// and a huge directory never split among threads. A consumer that
+    /// builds whole listings needs this (Python's `os.walk` tuples, in
+    /// `crates/python`); [`sort`](Self::sort) implies it, at the price of
+    /// the sort.
+    ///
+    /// ```
+    /// use fnd_walk::WalkBuilder;
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// for i in 0..2000 {
+    ///     std::fs::write(dir.path().join(format!("f{i}")), "").unwrap();
+    /// }
+    /// let walk = WalkBuilder::new(dir.path()).min_depth(1).chunk_size(100).whole_dirs(true);
+    /// let sizes: Vec<usize> = walk.chunks().map(|c| c.unwrap().len()).collect();
+    /// assert_eq!(sizes, [2000]);
+    /// ```
+    pub fn whole_dirs(mut self, yes: bool) -> Self {
+        self.cfg.settings.whole_dirs = yes;
+        self
+    }
+
     /// Most entries per chunk.
     ///
     /// ```
@@ -421,7 +445,8 @@ impl WalkBuilder {
 
     /// Hand each directory's last chunk to the visitor even when it holds
     /// no entry, so that an empty directory (or one whose entries the
-    /// filters all dropped) is seen too. With [`sort`](Self::sort) every
+    /// filters all dropped) is seen too. With [`whole_dirs`](Self::whole_dirs)
+    /// (or [`sort`](Self::sort)) every
     /// directory read is then exactly one chunk: what a consumer that
     /// builds whole listings needs (Python's `os.walk` tuples, in
     /// `crates/python`), since it can tell an empty directory from one not

@@ -278,7 +278,7 @@ impl Reader {
         let stretch = Stretch {
             from: 0,
             to: u64::MAX,
-            share: share.filter(|_| !listed && settings.sort.is_none()),
+            share: share.filter(|_| !listed && !settings.whole()),
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)
@@ -347,7 +347,7 @@ impl Reader {
         let depth = dir.child_depth;
         let emit = depth >= settings.min_depth;
         let descend = settings.max_depth.is_none_or(|m| depth < m);
-        let chunk_size = if settings.sort.is_some() {
+        let chunk_size = if settings.whole() {
             usize::MAX
         } else {
             settings.chunk_size

@@ -65,12 +65,22 @@ pub(crate) struct Settings {
     /// Stat every yielded entry before its chunk is visited.
     pub(crate) metadata: bool,
     pub(crate) sort: Option<Sort>,
+    /// Each directory read is one chunk: never cut at `chunk_size`, never
+    /// split among threads (a sort implies it).
+    pub(crate) whole_dirs: bool,
     pub(crate) chunk_size: usize,
     /// Hand a directory's last chunk to the visitor even when it is empty.
     pub(crate) visit_empty: bool,
     /// The walk's hook: every filter and hook of the walk folded into one
     /// (`crate::hooks::Chain`) when the walk starts.
     pub(crate) hook: Option<Arc<dyn ErasedHook>>,
+}
+
+impl Settings {
+    /// Is each directory read handed over as one chunk?
+    pub(crate) fn whole(&self) -> bool {
+        self.whole_dirs || self.sort.is_some()
+    }
 }
 
 /// What every thread of one walk shares.

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -616,6 +616,36 @@ fn huge_directory_read_by_several_threads_yields_each_entry_once() {
             );
         }
     }
+}
+
+#[test]
+fn huge_directory_with_whole_dirs_is_one_chunk_in_listing_order() {
+    // What would be split among the threads comes in one chunk, as the
+    // file system lists it (what Python's os.walk tuples are made of).
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, expected) = huge_directory_of_links(tmp.path(), 60_000);
+    let listed: Vec<Vec<u8>> = std::fs::read_dir(&big)
+        .unwrap()
+        .map(|e| join(&root_bytes(&big), e.unwrap().file_name().as_bytes()))
+        .collect();
+    let walk = WalkBuilder::new(&big).threads(4).min_depth(1).whole_dirs(true);
+    let chunks: Vec<Vec<Vec<u8>>> = walk
+        .chunks()
+        .map(|c| {
+            c.unwrap()
+                .iter()
+                .map(|e| e.path().into_os_string().into_vec())
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        chunks.len(),
+        1,
+        "chunks of sizes {:?}",
+        chunks.iter().map(Vec::len).collect::<Vec<_>>()
+    );
+    assert!(chunks[0] == listed, "not in the listing's order");
+    assert_eq!(listed.into_iter().collect::<HashSet<_>>(), expected);
 }
 
 #[test]

@@ -513,6 +513,7 @@ mod tests {
             skip_hidden: false,
             metadata: false,
             sort: None,
+            whole_dirs: false,
             chunk_size: 8,
             visit_empty: false,
             hook: None,

@@ -30,6 +30,7 @@ fn settings(threads: usize, follow_links: bool, shallow_first: bool, filter: Opt
         skip_hidden: false,
         metadata: false,
         sort: None,
+        whole_dirs: false,
         chunk_size: 8,
         visit_empty: false,
         hook: filter,
