@@ -25,7 +25,7 @@ use crate::text::{decode, path_arg, Spelling};
 /// Results found, their paths end to end.
 pub struct Paths {
     bytes: Vec<u8>,
-    ends: Vec<u32>,
+    ends: Vec<usize>,
 }
 
 /// Results a walking thread gathers before handing them over.
@@ -41,7 +41,7 @@ impl Emit for Collect {
     fn emit(&mut self, entry: &impl Found, prefix: &[u8]) -> bool {
         self.paths.bytes.extend_from_slice(prefix);
         self.paths.bytes.extend_from_slice(entry.name_bytes());
-        self.paths.ends.push(self.paths.bytes.len() as u32);
+        self.paths.ends.push(self.paths.bytes.len());
         if self.paths.ends.len() >= BATCH {
             return self.flush();
         }
@@ -88,7 +88,7 @@ impl FindIter {
         loop {
             if let Some((paths, index, start)) = &mut self.current {
                 if *index < paths.ends.len() {
-                    let end = paths.ends[*index] as usize;
+                    let end = paths.ends[*index];
                     let path = decode(py, &paths.bytes[*start..end], self.spelling)?;
                     *index += 1;
                     *start = end;

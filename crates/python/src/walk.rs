@@ -55,20 +55,20 @@ enum Kind {
 pub struct Names {
     bytes: Vec<u8>,
     /// Each name's end in `bytes`, and what `os.walk` makes of the entry.
-    ends: Vec<(u32, Kind)>,
+    ends: Vec<(usize, Kind)>,
 }
 
 /// Where one directory is in its [`Names`].
 #[derive(Clone, Copy)]
 struct Span {
     /// Where its path starts in `bytes`; its names follow it.
-    start: u32,
-    dir_len: u32,
+    start: usize,
+    dir_len: usize,
     /// Its names' range in `ends`.
-    first: u32,
-    last: u32,
+    first: usize,
+    last: usize,
     /// How many of them go to `dirnames`.
-    dirs: u32,
+    dirs: usize,
 }
 
 /// One directory, read whole: its path and its entries' names.
@@ -79,24 +79,24 @@ pub struct Listing {
 
 impl Listing {
     fn dir(&self) -> &[u8] {
-        let start = self.span.start as usize;
-        &self.names.bytes[start..start + self.span.dir_len as usize]
+        let start = self.span.start;
+        &self.names.bytes[start..start + self.span.dir_len]
     }
 
     fn len(&self) -> usize {
-        (self.span.last - self.span.first) as usize
+        self.span.last - self.span.first
     }
 
     fn dirs(&self) -> usize {
-        self.span.dirs as usize
+        self.span.dirs
     }
 
     fn entries(&self) -> impl Iterator<Item = (&[u8], Kind)> + '_ {
-        let mut start = (self.span.start + self.span.dir_len) as usize;
-        let ends = &self.names.ends[self.span.first as usize..self.span.last as usize];
+        let mut start = self.span.start + self.span.dir_len;
+        let ends = &self.names.ends[self.span.first..self.span.last];
         ends.iter().map(move |&(end, kind)| {
-            let name = &self.names.bytes[start..end as usize];
-            start = end as usize;
+            let name = &self.names.bytes[start..end];
+            start = end;
             (name, kind)
         })
     }
@@ -121,17 +121,17 @@ impl Listing {
             last,
             ..
         } = self.span;
-        let ends = &self.names.ends[first as usize..last as usize];
+        let ends = &self.names.ends[first..last];
         let end = ends.last().map_or(start + dir_len, |&(end, _)| end);
         let names = Names {
-            bytes: self.names.bytes[start as usize..end as usize].to_vec(),
+            bytes: self.names.bytes[start..end].to_vec(),
             ends: ends.iter().map(|&(end, kind)| (end - start, kind)).collect(),
         };
         Listing {
             span: Span {
                 start: 0,
                 first: 0,
-                last: names.ends.len() as u32,
+                last: names.ends.len(),
                 ..self.span
             },
             names: Arc::new(names),
@@ -249,9 +249,9 @@ impl Visitor for Lister {
         let dir = chunk.parent_path().as_os_str().as_bytes();
         let names = &self.batch.names;
         let mut span = Span {
-            start: names.bytes.len() as u32,
-            dir_len: dir.len() as u32,
-            first: names.ends.len() as u32,
+            start: names.bytes.len(),
+            dir_len: dir.len(),
+            first: names.ends.len(),
             last: 0,
             dirs: 0,
         };
@@ -260,10 +260,10 @@ impl Visitor for Lister {
             let kind = self.kind(&entry);
             let names = &mut self.batch.names;
             names.bytes.extend_from_slice(entry.name_bytes());
-            names.ends.push((names.bytes.len() as u32, kind));
-            span.dirs += u32::from(kind != Kind::Other);
+            names.ends.push((names.bytes.len(), kind));
+            span.dirs += usize::from(kind != Kind::Other);
         }
-        span.last = self.batch.names.ends.len() as u32;
+        span.last = self.batch.names.ends.len();
         self.batch.pieces.push(Ok(span));
         // An empty directory counts too: a tree of empty ones still goes in batches.
         self.counted(chunk.len() + 1)
