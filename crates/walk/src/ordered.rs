@@ -302,6 +302,69 @@ struct Slot {
     depth: usize,
     root: usize,
     result: Mutex<Option<Done>>,
+    /// The place as one number, when it fits (see [`Key`]).
+    key: Key,
+}
+
+/// A place in the release order as one number, so that the heap compares
+/// two places with one instruction instead of walking up to their common
+/// ancestor: each rank from the root down gets an order-keeping,
+/// prefix-free code (for `v` = rank + 2 of `b` bits, `b - 1` ones, a zero
+/// and the low `b - 1` bits of `v`: a rank under 6 takes 3 to 5 bits),
+/// written from the top bit down. An ancestor's bits are a prefix of its
+/// subtree's, and every code starts with a one, so an ancestor's number is
+/// the smaller; siblings compare by their codes. Deep or wide places that
+/// take more than 128 bits have none and are compared the long way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    bits: u128,
+    /// Bits used, or [`Key::NONE`].
+    len: u8,
+}
+
+impl Key {
+    const NONE: u8 = u8::MAX;
+    const TOP: Key = Key { bits: 0, len: 0 };
+
+    /// The key of rank `rank` below `self`.
+    fn child(self, rank: u32) -> Key {
+        let v = u128::from(rank) + 2;
+        let b = 128 - v.leading_zeros();
+        let len = 2 * b - 1;
+        if self.len == Self::NONE || u32::from(self.len) + len > 128 {
+            return Key {
+                bits: 0,
+                len: Self::NONE,
+            };
+        }
+        let ones = ((1u128 << (b - 1)) - 1) << b;
+        let code = ones | (v & ((1u128 << (b - 1)) - 1));
+        Key {
+            bits: self.bits | (code << (128 - u32::from(self.len) - len)),
+            len: (u32::from(self.len) + len) as u8,
+        }
+    }
+}
+
+impl Slot {
+    /// The place of item `rank` of `parent`'s result (a root's, numbered
+    /// `rank`, with none).
+    fn new(parent: Option<Arc<Slot>>, rank: u32, name: Option<Arc<[u8]>>, depth: usize, root: usize) -> Slot {
+        let (level, key) = match &parent {
+            Some(p) => (p.level + 1, p.key.child(rank)),
+            None => (0, Key::TOP.child(rank)),
+        };
+        Slot {
+            parent,
+            rank,
+            level,
+            name,
+            depth,
+            root,
+            result: Mutex::new(None),
+            key,
+        }
+    }
 }
 
 impl Drop for Slot {
@@ -316,6 +379,11 @@ impl Drop for Slot {
             };
         }
     }
+}
+
+/// Two places' order by their keys, when both have one.
+fn by_keys(a: Key, b: Key) -> Option<CmpOrdering> {
+    (a.len != Key::NONE && b.len != Key::NONE).then(|| a.bits.cmp(&b.bits))
 }
 
 /// Two slots' places in the release order: an ancestor's comes before its
@@ -349,8 +417,20 @@ fn is_head(head: &Option<Arc<Slot>>, slot: &Slot) -> bool {
 }
 
 struct Queued {
+    /// The slot's key, here where the heap compares without a pointer.
+    key: Key,
     slot: Arc<Slot>,
     job: Job,
+}
+
+impl Queued {
+    fn new(slot: Arc<Slot>, job: Job) -> Queued {
+        Queued {
+            key: slot.key,
+            slot,
+            job,
+        }
+    }
 }
 
 impl PartialEq for Queued {
@@ -367,7 +447,7 @@ impl PartialOrd for Queued {
 impl Ord for Queued {
     /// Reversed: the heap's top is the smallest key, the earliest output.
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        place_cmp(&other.slot, &self.slot)
+        by_keys(other.key, self.key).unwrap_or_else(|| place_cmp(&other.slot, &self.slot))
     }
 }
 
@@ -468,8 +548,20 @@ fn wake_all(wake: &Condvar, st: &State) {
     }
 }
 
+/// Lock `m`. A lock held by another thread may put this one to sleep,
+/// which the I/O probe would take for a read waiting on the disk (on a
+/// busy machine, where a lock's holder is often preempted, a hot walk
+/// added workers that only contended for the same locks): such a wait
+/// drops the probe's window.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    match m.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            crate::io::waited_elsewhere();
+            m.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
 }
 
 /// Run the ordered walk of `shared` with `visitor`; what it held at most.
@@ -478,24 +570,11 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         .roots
         .iter()
         .enumerate()
-        .map(|(i, path)| {
-            Arc::new(Slot {
-                parent: None,
-                rank: i as u32,
-                level: 0,
-                name: Some(Arc::from(&path[..])),
-                depth: 0,
-                root: i,
-                result: Mutex::new(None),
-            })
-        })
+        .map(|(i, path)| Arc::new(Slot::new(None, i as u32, Some(Arc::from(&path[..])), 0, i)))
         .collect();
     let mut heap = BinaryHeap::new();
     for (i, slot) in roots.iter().enumerate() {
-        heap.push(Queued {
-            slot: slot.clone(),
-            job: Job::root(i, &shared.roots[i]),
-        });
+        heap.push(Queued::new(slot.clone(), Job::root(i, &shared.roots[i])));
     }
     let first = roots.first().cloned();
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
@@ -662,7 +741,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         let max = self.shared.settings.io_depth.max(self.shared.settings.threads);
         let mut probe = Probe::new(max > self.shared.settings.threads);
         loop {
-            let Some(Queued { slot, job }) = self.next_job() else {
+            let Some(Queued { slot, job, .. }) = self.next_job(&mut probe) else {
                 probe.idle();
                 if added {
                     self.shared.budget.release_workers(1);
@@ -724,8 +803,12 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     }
 
     /// The next job to read: the smallest key, if the window has room or it
-    /// is the head; `None` when the walk is over (or stopped).
-    fn next_job(&self) -> Option<Queued> {
+    /// is the head; `None` when the walk is over (or stopped). A wait for
+    /// one drops the `probe`'s window: sleeping for want of a job (the
+    /// window full, the output behind) is not a read waiting on I/O, and
+    /// counted as one it added workers that only slept too (a hot walk on
+    /// a busy machine grew from 2 threads to 39).
+    fn next_job(&self, probe: &mut Probe) -> Option<Queued> {
         let mut st = lock(&self.state);
         loop {
             if self.shared.stopped() {
@@ -743,6 +826,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             } else if st.reading == 0 {
                 return None;
             }
+            probe.idle();
             st.sleepers += 1;
             st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
             st.sleepers -= 1;
@@ -776,7 +860,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
         }
         if self.order.within == Within::Path {
-            subs.sort_unstable_by(|a, b| slashed(&a.name).cmp(slashed(&b.name)));
+            subs.sort_unstable_by(|a, b| path_cmp(&a.name, true, &b.name, true));
             self.merge_by_path(slot, &mut chunks, &mut subs, &mut out, scratch);
         } else {
             subs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
@@ -873,7 +957,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 let e = buf.get(i);
                 // Subtrees whose `name/` sorts before this entry's key.
                 while let Some(sub) = subs.get_mut(next) {
-                    if slashed(&sub.name).cmp(path_key(&e)) != CmpOrdering::Less {
+                    if path_cmp(&sub.name, true, e.name_bytes(), is_dir_entry(&e)) != CmpOrdering::Less {
                         break;
                     }
                     next += 1;
@@ -934,19 +1018,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             Job::Open(p) => (Some(p.name.clone()), p.depth()),
             _ => (None, parent.depth + 1),
         };
-        let slot = Arc::new(Slot {
-            parent: Some(parent.clone()),
-            rank: rank as u32,
-            level: parent.level + 1,
-            name,
-            depth,
-            root: parent.root,
-            result: Mutex::new(None),
-        });
-        queued.push(Queued {
-            slot: slot.clone(),
-            job,
-        });
+        let slot = Arc::new(Slot::new(Some(parent.clone()), rank as u32, name, depth, parent.root));
+        queued.push(Queued::new(slot.clone(), job));
         Item::Sub(slot)
     }
 
@@ -1131,16 +1204,35 @@ fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
     }
 }
 
-/// A subdirectory's name as its subtree's paths sort: with its `/`.
-fn slashed(name: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    name.iter().copied().chain(Some(b'/'))
+/// Two names as `LC_ALL=C sort` orders the paths they end: a
+/// directory's (`a_dir`, `b_dir`) with the `/` that its own line and
+/// every path below it have next. One `memcmp`, then a byte or two.
+fn path_cmp(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> CmpOrdering {
+    let common = a.len().min(b.len());
+    match a[..common].cmp(&b[..common]) {
+        CmpOrdering::Equal => {}
+        unequal => return unequal,
+    }
+    let next = |name: &[u8], dir: bool| match name.get(common) {
+        Some(&c) => Some(c),
+        None => dir.then_some(b'/'),
+    };
+    match next(a, a_dir).cmp(&next(b, b_dir)) {
+        // Both go on past `common`, or end there alike: what follows
+        // decides (a `/` ends a key; names differ in a directory).
+        CmpOrdering::Equal if a.len() != b.len() => {
+            let (rest_a, rest_b) = (&a[common.min(a.len())..], &b[common.min(b.len())..]);
+            let key_a = rest_a.iter().copied().chain(a_dir.then_some(b'/'));
+            let key_b = rest_b.iter().copied().chain(b_dir.then_some(b'/'));
+            key_a.cmp(key_b)
+        }
+        other => other,
+    }
 }
 
-/// An entry's name as `LC_ALL=C sort` compares its path: a directory's
-/// with the `/` that its own line and every path below it have next.
-fn path_key<'a>(e: &crate::entry::EntryRef<'a>) -> impl Iterator<Item = u8> + Clone + 'a {
-    let slash = (e.file_type().is_dir() || e.target_type().is_dir()).then_some(b'/');
-    e.name_bytes().iter().copied().chain(slash)
+/// Whether an entry sorts as a directory in [`Within::Path`].
+fn is_dir_entry(e: &crate::entry::EntryRef<'_>) -> bool {
+    e.file_type().is_dir() || e.target_type().is_dir()
 }
 
 /// One directory's chunks put in `within` order; `at` is room to sort in.
@@ -1164,11 +1256,9 @@ fn arrange_entries(chunks: &mut Vec<ChunkBuf>, within: Within, at: &mut Vec<(u32
             if key_order == Within::Name {
                 only.slots.sort_unstable_by(|a, b| name(a).cmp(name(b)));
             } else {
-                let key = |s: &crate::entry::Slot| {
-                    let slash = (s.file_type.is_dir() || s.target_type.is_dir()).then_some(b'/');
-                    name(s).iter().copied().chain(slash)
-                };
-                only.slots.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+                let dir = |s: &crate::entry::Slot| s.file_type.is_dir() || s.target_type.is_dir();
+                only.slots
+                    .sort_unstable_by(|a, b| path_cmp(name(a), dir(a), name(b), dir(b)));
             }
             return;
         }
@@ -1181,7 +1271,10 @@ fn arrange_entries(chunks: &mut Vec<ChunkBuf>, within: Within, at: &mut Vec<(u32
     let entry = |&(c, i): &(u32, u32)| chunks[c as usize].get(i as usize);
     match key_order {
         Within::Name => at.sort_by(|a, b| entry(a).name_bytes().cmp(entry(b).name_bytes())),
-        Within::Path => at.sort_by(|a, b| path_key(&entry(a)).cmp(path_key(&entry(b)))),
+        Within::Path => at.sort_by(|a, b| {
+            let (a, b) = (entry(a), entry(b));
+            path_cmp(a.name_bytes(), is_dir_entry(&a), b.name_bytes(), is_dir_entry(&b))
+        }),
         Within::Size => at.sort_by(|a, b| {
             let size = |x| entry(x).cached_metadata().map_or(0, |m| m.size);
             size(a)
@@ -1543,38 +1636,60 @@ mod tests {
         assert!(deep < 4 * shallow, "1000 levels held {shallow} bytes, 3000 held {deep}");
     }
 
+    /// The fast comparison of path keys agrees with spelling them out.
+    #[test]
+    fn path_cmp_is_the_order_of_the_keys_spelt_out() {
+        let names: [&[u8]; 9] = [b"a", b"a-b", b"a0", b"a.", b"ab", b"b", b"a/x", b"", b"a/"];
+        for a in names {
+            for b in names {
+                for (a_dir, b_dir) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let key = |n: &[u8], d: bool| [n, if d { &b"/"[..] } else { &b""[..] }].concat();
+                    assert_eq!(
+                        path_cmp(a, a_dir, b, b_dir),
+                        key(a, a_dir).cmp(&key(b, b_dir)),
+                        "{a:?} {a_dir} {b:?} {b_dir}"
+                    );
+                }
+            }
+        }
+    }
+
     /// Places compare as the keys they stand for (the ranks from the root
     /// down, an ancestor before its subtree) without holding them.
     #[test]
     fn places_compare_as_their_rank_lists() {
         fn slot(parent: Option<&Arc<Slot>>, rank: u32) -> Arc<Slot> {
-            Arc::new(Slot {
-                parent: parent.cloned(),
-                rank,
-                level: parent.map_or(0, |p| p.level + 1),
-                name: None,
-                depth: 0,
-                root: 0,
-                result: Mutex::new(None),
-            })
+            Arc::new(Slot::new(parent.cloned(), rank, None, 0, 0))
         }
         let mut all: Vec<(Vec<u32>, Arc<Slot>)> = Vec::new();
         for r in 0..2 {
             let root = slot(None, r);
             all.push((vec![r], root.clone()));
-            for a in [1, 4] {
+            for a in [1, 4, 6, 1000] {
                 let s = slot(Some(&root), a);
                 all.push((vec![r, a], s.clone()));
                 for b in [0, 2, 3] {
                     let t = slot(Some(&s), b);
                     all.push((vec![r, a, b], t.clone()));
                     all.push((vec![r, a, b, 7], slot(Some(&t), 7)));
+                    // Deep enough that the keys run out (and some do not).
+                    let (mut key, mut deep) = (vec![r, a, b], t.clone());
+                    for level in 0..12 {
+                        let rank = [5000, 0, 70_000][level % 3];
+                        key.push(rank);
+                        deep = slot(Some(&deep), rank);
+                        all.push((key.clone(), deep.clone()));
+                    }
                 }
             }
         }
+        assert!(all.iter().any(|(_, s)| s.key.len == Key::NONE));
         for (ka, a) in &all {
             for (kb, b) in &all {
                 assert_eq!(place_cmp(a, b), ka.cmp(kb), "{ka:?} vs {kb:?}");
+                if let Some(order) = by_keys(a.key, b.key) {
+                    assert_eq!(order, ka.cmp(kb), "{ka:?} vs {kb:?}, by key");
+                }
             }
         }
         // A chain far deeper than any stack frees without recursing.
