@@ -255,7 +255,9 @@ pub(crate) struct Lineage {
 /// A directory found but not opened yet.
 pub(crate) struct Pending {
     pub(crate) parent: Arc<Dir>,
-    pub(crate) name: Box<[u8]>,
+    /// Shared, not boxed: the ordered walk keeps the name for the
+    /// directory's place in its output without a copy.
+    pub(crate) name: Arc<[u8]>,
     /// Open without `O_NOFOLLOW`: a root, or a symlink the walk follows.
     pub(crate) follow: bool,
     /// Whether `parent.pending` counts this directory.

@@ -37,7 +37,7 @@
 //! from one shared heap (one lock per directory).
 
 use std::cmp::Ordering as CmpOrdering;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -167,14 +167,18 @@ pub struct Held {
     pub largest_dir: usize,
 }
 
-/// The bytes a chunk is counted for: its names, per entry the slot, the
-/// metadata and a share of the bookkeeping, and its directory's path,
-/// which it keeps alive (deep down, the path outweighs the entries: a
-/// chain of nested directories read ahead would hold depth² bytes).
+/// The bytes a chunk is counted for: the room of its names, slots and
+/// metadata (recycled buffers may be larger than their entries), and its
+/// directory's path, which it keeps alive (deep down, the path outweighs
+/// the entries: a chain of nested directories read ahead would hold
+/// depth² bytes).
 fn chunk_bytes(c: &ChunkBuf) -> usize {
-    const PER_ENTRY: usize =
-        std::mem::size_of::<crate::entry::Slot>() + std::mem::size_of::<Option<crate::meta::Metadata>>();
-    std::mem::size_of::<ChunkBuf>() + c.prefix().len() + c.names.len() + c.slots.len() * PER_ENTRY
+    use std::mem::size_of;
+    std::mem::size_of::<ChunkBuf>()
+        + c.prefix().len()
+        + c.names.capacity()
+        + c.slots.capacity() * size_of::<crate::entry::Slot>()
+        + c.meta.capacity().max(c.slots.capacity()) * size_of::<Option<crate::meta::Metadata>>()
 }
 
 /// The bytes a subdirectory's place is counted for, until it is left.
@@ -195,6 +199,94 @@ struct Done {
     bytes: usize,
 }
 
+/// Buffers of results the consumer is done with, for the next reads to
+/// fill: a walk of small directories would otherwise allocate a few per
+/// directory on the reading thread and free them on the releasing one.
+/// Only small ones are kept (most directories are small; a large one
+/// allocates its own), and at most [`SPARES`] of each kind, so what the
+/// spares hold stays bounded whatever the tree.
+#[derive(Default)]
+struct Spares {
+    chunks: Vec<ChunkBuf>,
+    items: Vec<Vec<Item>>,
+}
+
+/// A release longer than this drops the I/O probe's window (see
+/// `Ordered::release_with`).
+const RELEASE_NOT_A_READ: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// How many buffers of each kind [`Spares`] keeps.
+const SPARES: usize = 64;
+/// How many a thread takes from, or gives back to, the shared spares at
+/// once (one lock for that many directories).
+const SPARES_BATCH: usize = 16;
+
+impl Spares {
+    /// Keep `chunk`'s buffers for another read, if they are small; `blank`
+    /// stands in for its directory (a spare keeps no directory alive).
+    fn keep_chunk(&mut self, mut chunk: ChunkBuf, blank: &Arc<Dir>) {
+        let small = chunk.names.capacity() <= 1024 && chunk.slots.capacity() <= 32 && chunk.meta.capacity() <= 32;
+        if small && self.chunks.len() < SPARES {
+            chunk.clear();
+            chunk.dir = blank.clone();
+            self.chunks.push(chunk);
+        }
+    }
+
+    /// Keep an emptied item list for another result, if it is small.
+    fn keep_items(&mut self, items: Vec<Item>) {
+        if items.capacity() <= 64 && items.capacity() > 0 && self.items.len() < SPARES {
+            debug_assert!(items.is_empty());
+            self.items.push(items);
+        }
+    }
+
+    /// Move up to [`SPARES_BATCH`] of each kind from `from`.
+    fn take_from(&mut self, from: &mut Spares) {
+        let n = from.chunks.len().saturating_sub(SPARES_BATCH);
+        self.chunks.extend(from.chunks.drain(n..));
+        let n = from.items.len().saturating_sub(SPARES_BATCH);
+        self.items.extend(from.items.drain(n..));
+    }
+
+    /// Move all of `from` here, as far as there is room.
+    fn give_from(&mut self, from: &mut Spares) {
+        let room = SPARES.saturating_sub(self.chunks.len()).min(from.chunks.len());
+        self.chunks.extend(from.chunks.drain(..room));
+        from.chunks.clear();
+        let room = SPARES.saturating_sub(self.items.len()).min(from.items.len());
+        self.items.extend(from.items.drain(..room));
+        from.items.clear();
+    }
+}
+
+/// One worker's buffers, reused from one directory to the next.
+#[derive(Default)]
+struct Scratch {
+    /// Spares taken from the shared ones, not used yet.
+    spares: Spares,
+    /// The read's items as collected, before they are arranged.
+    items: Vec<Item>,
+    chunks: Vec<ChunkBuf>,
+    /// The subdirectories found, sorted by name (by `name/` for
+    /// [`Within::Path`]) to find each one's entry.
+    subs: Vec<Sub>,
+    /// Jobs of other kinds (parts of a directory, failures), placed last.
+    unnamed: Vec<Job>,
+    /// Subdirectories queued, pushed to the heap under one lock.
+    queued: Vec<Queued>,
+    /// Entries' positions, sorted (see [`arrange_entries`]).
+    at: Vec<(u32, u32)>,
+}
+
+/// A subdirectory found by a read: its name, its place in the listing,
+/// and its job until its place among the entries is found.
+struct Sub {
+    name: Arc<[u8]>,
+    listed: u32,
+    job: Option<Job>,
+}
+
 /// Where a directory's result lands. Filled under the state's lock.
 ///
 /// Its place in the release order is its parent's place and its own rank
@@ -211,10 +303,73 @@ struct Slot {
     level: u32,
     /// The name below the parent (a root's: its path as given); `None`
     /// for a job with no path of its own.
-    name: Option<Box<[u8]>>,
+    name: Option<Arc<[u8]>>,
     depth: usize,
     root: usize,
     result: Mutex<Option<Done>>,
+    /// The place as one number, when it fits (see [`Key`]).
+    key: Key,
+}
+
+/// A place in the release order as one number, so that the heap compares
+/// two places with one instruction instead of walking up to their common
+/// ancestor: each rank from the root down gets an order-keeping,
+/// prefix-free code (for `v` = rank + 2 of `b` bits, `b - 1` ones, a zero
+/// and the low `b - 1` bits of `v`: a rank under 6 takes 3 to 5 bits),
+/// written from the top bit down. An ancestor's bits are a prefix of its
+/// subtree's, and every code starts with a one, so an ancestor's number is
+/// the smaller; siblings compare by their codes. Deep or wide places that
+/// take more than 128 bits have none and are compared the long way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    bits: u128,
+    /// Bits used, or [`Key::NONE`].
+    len: u8,
+}
+
+impl Key {
+    const NONE: u8 = u8::MAX;
+    const TOP: Key = Key { bits: 0, len: 0 };
+
+    /// The key of rank `rank` below `self`.
+    fn child(self, rank: u32) -> Key {
+        let v = u128::from(rank) + 2;
+        let b = 128 - v.leading_zeros();
+        let len = 2 * b - 1;
+        if self.len == Self::NONE || u32::from(self.len) + len > 128 {
+            return Key {
+                bits: 0,
+                len: Self::NONE,
+            };
+        }
+        let ones = ((1u128 << (b - 1)) - 1) << b;
+        let code = ones | (v & ((1u128 << (b - 1)) - 1));
+        Key {
+            bits: self.bits | (code << (128 - u32::from(self.len) - len)),
+            len: (u32::from(self.len) + len) as u8,
+        }
+    }
+}
+
+impl Slot {
+    /// The place of item `rank` of `parent`'s result (a root's, numbered
+    /// `rank`, with none).
+    fn new(parent: Option<Arc<Slot>>, rank: u32, name: Option<Arc<[u8]>>, depth: usize, root: usize) -> Slot {
+        let (level, key) = match &parent {
+            Some(p) => (p.level + 1, p.key.child(rank)),
+            None => (0, Key::TOP.child(rank)),
+        };
+        Slot {
+            parent,
+            rank,
+            level,
+            name,
+            depth,
+            root,
+            result: Mutex::new(None),
+            key,
+        }
+    }
 }
 
 impl Drop for Slot {
@@ -229,6 +384,11 @@ impl Drop for Slot {
             };
         }
     }
+}
+
+/// Two places' order by their keys, when both have one.
+fn by_keys(a: Key, b: Key) -> Option<CmpOrdering> {
+    (a.len != Key::NONE && b.len != Key::NONE).then(|| a.bits.cmp(&b.bits))
 }
 
 /// Two slots' places in the release order: an ancestor's comes before its
@@ -262,8 +422,20 @@ fn is_head(head: &Option<Arc<Slot>>, slot: &Slot) -> bool {
 }
 
 struct Queued {
+    /// The slot's key, here where the heap compares without a pointer.
+    key: Key,
     slot: Arc<Slot>,
     job: Job,
+}
+
+impl Queued {
+    fn new(slot: Arc<Slot>, job: Job) -> Queued {
+        Queued {
+            key: slot.key,
+            slot,
+            job,
+        }
+    }
 }
 
 impl PartialEq for Queued {
@@ -280,7 +452,7 @@ impl PartialOrd for Queued {
 impl Ord for Queued {
     /// Reversed: the heap's top is the smallest key, the earliest output.
     fn cmp(&self, other: &Self) -> CmpOrdering {
-        place_cmp(&other.slot, &self.slot)
+        by_keys(other.key, self.key).unwrap_or_else(|| place_cmp(&other.slot, &self.slot))
     }
 }
 
@@ -315,6 +487,8 @@ struct Cursor<'v, V> {
     /// The last hollow directory spelt again, and its spelling: the chunks
     /// of one directory share both.
     respelt: Option<(Arc<Dir>, Arc<Dir>)>,
+    /// Buffers released, to be given back to the shared spares.
+    spares: Spares,
 }
 
 impl<V: TreeVisitor> Cursor<'_, V> {
@@ -322,11 +496,17 @@ impl<V: TreeVisitor> Cursor<'_, V> {
     /// with `items` to release in it.
     fn enter(&mut self, slot: Arc<Slot>, items: VecDeque<Item>) -> Flow {
         if let Some((parent_items, _)) = self.stack.last_mut() {
-            // What is left to release there waits until this subtree is
-            // out, on every level of a chain: no more room than it needs
-            // (880 bytes a level held 91 MB at 100,000 levels). Only once
-            // it is down to half: a wide directory is not copied per child.
-            if parent_items.capacity() > 2 * parent_items.len() {
+            // Nothing more to release there (this subtree was its last
+            // item): its room would stay allocated on every level of a
+            // chain, so it goes back to the spares.
+            if parent_items.is_empty() {
+                self.spares.keep_items(std::mem::take(parent_items).into());
+            } else if parent_items.capacity() > 2 * parent_items.len() {
+                // What is left to release there waits until this subtree
+                // is out, on every level of a chain: no more room than it
+                // needs (880 bytes a level held 91 MB at 100,000 levels).
+                // Only once it is down to half: a wide directory is not
+                // copied per child.
                 parent_items.shrink_to_fit();
             }
         }
@@ -384,6 +564,9 @@ struct Ordered<'s, 'v, V> {
     state: Mutex<State>,
     wake: Condvar,
     cursor: Mutex<Cursor<'v, V>>,
+    spares: Mutex<Spares>,
+    /// The directory a spare chunk names (none of the walk's).
+    blank: Arc<Dir>,
 }
 
 /// Wake every waiting worker, if one waits (`st`: the state, locked).
@@ -393,8 +576,20 @@ fn wake_all(wake: &Condvar, st: &State) {
     }
 }
 
+/// Lock `m`. A lock held by another thread may put this one to sleep,
+/// which the I/O probe would take for a read waiting on the disk (on a
+/// busy machine, where a lock's holder is often preempted, a hot walk
+/// added workers that only contended for the same locks): such a wait
+/// drops the probe's window.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+    match m.try_lock() {
+        Ok(guard) => guard,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            crate::io::waited_elsewhere();
+            m.lock().unwrap_or_else(|e| e.into_inner())
+        }
+    }
 }
 
 /// Run the ordered walk of `shared` with `visitor`; what it held at most.
@@ -403,24 +598,11 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         .roots
         .iter()
         .enumerate()
-        .map(|(i, path)| {
-            Arc::new(Slot {
-                parent: None,
-                rank: i as u32,
-                level: 0,
-                name: Some(path.clone().into_boxed_slice()),
-                depth: 0,
-                root: i,
-                result: Mutex::new(None),
-            })
-        })
+        .map(|(i, path)| Arc::new(Slot::new(None, i as u32, Some(Arc::from(&path[..])), 0, i)))
         .collect();
     let mut heap = BinaryHeap::new();
     for (i, slot) in roots.iter().enumerate() {
-        heap.push(Queued {
-            slot: slot.clone(),
-            job: Job::root(i, &shared.roots[i]),
-        });
+        heap.push(Queued::new(slot.clone(), Job::root(i, &shared.roots[i])));
     }
     let first = roots.first().cloned();
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
@@ -445,7 +627,10 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
             path: Vec::new(),
             lens: Vec::new(),
             respelt: None,
+            spares: Spares::default(),
         }),
+        spares: Mutex::new(Spares::default()),
+        blank: Dir::root_parent(0),
     };
     let threads = shared.settings.threads.max(1);
     std::thread::scope(|scope| {
@@ -467,6 +652,8 @@ struct Collect<'o, 'a, 'v, V> {
     walk: &'o Ordered<'a, 'v, V>,
     slot: &'o Arc<Slot>,
     items: Vec<Item>,
+    /// The worker's spare buffers, to take each chunk out without a copy.
+    spares: &'o mut Spares,
     /// This read holds the release and streams to the consumer (which it
     /// locks per chunk: no other thread takes the lock meanwhile).
     streaming: bool,
@@ -519,7 +706,9 @@ fn deliver<V: TreeVisitor>(visitor: &mut V, item: Item, shared: &Shared) -> Flow
 
 impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
-        let buf = chunk.take();
+        let mut spare = self.walk.spare_chunk(self.spares);
+        let buf = chunk.take_swapping(&mut spare);
+        self.spares.chunks.extend(spare);
         self.try_stream();
         if !self.streaming || self.streamed_all_it_can {
             self.items.push(Item::Entries(buf));
@@ -534,7 +723,7 @@ impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
         let (now, later) = match first_dir {
             None => (buf, None),
             Some(0) => (ChunkBuf::new(buf.dir.clone()), Some(buf)),
-            Some(i) => (slice(&buf, 0..i), Some(slice(&buf, i..buf.len()))),
+            Some(i) => (slice(&buf, 0..i, None), Some(slice(&buf, i..buf.len(), None))),
         };
         let flow = if now.is_empty() {
             Flow::Continue
@@ -577,10 +766,11 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, added: bool) {
         let mut reader = Reader::new();
         let mut children = Vec::new();
+        let mut scratch = Scratch::default();
         let max = self.shared.settings.io_depth.max(self.shared.settings.threads);
         let mut probe = Probe::new(max > self.shared.settings.threads);
         loop {
-            let Some(Queued { slot, job }) = self.next_job() else {
+            let Some(Queued { slot, job, .. }) = self.next_job(&mut probe) else {
                 probe.idle();
                 if added {
                     self.shared.budget.release_workers(1);
@@ -591,7 +781,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             let mut collect = Collect {
                 walk: self,
                 slot: &slot,
-                items: Vec::new(),
+                items: std::mem::take(&mut scratch.items),
+                spares: &mut scratch.spares,
                 streaming: false,
                 streamed_all_it_can: false,
             };
@@ -612,7 +803,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 }
             }
             let streaming = collect.streaming;
-            let done = self.arrange(&slot, collect.items, &mut children);
+            let done = self.arrange(&slot, collect.items, &mut children, &mut scratch);
             if !streaming {
                 self.deposit(&slot, done);
                 continue;
@@ -641,8 +832,12 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     }
 
     /// The next job to read: the smallest key, if the window has room or it
-    /// is the head; `None` when the walk is over (or stopped).
-    fn next_job(&self) -> Option<Queued> {
+    /// is the head; `None` when the walk is over (or stopped). A wait for
+    /// one drops the `probe`'s window: sleeping for want of a job (the
+    /// window full, the output behind) is not a read waiting on I/O, and
+    /// counted as one it added workers that only slept too (a hot walk on
+    /// a busy machine grew from 2 threads to 39).
+    fn next_job(&self, probe: &mut Probe) -> Option<Queued> {
         let mut st = lock(&self.state);
         loop {
             if self.shared.stopped() {
@@ -660,6 +855,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             } else if st.reading == 0 {
                 return None;
             }
+            probe.idle();
             st.sleepers += 1;
             st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
             st.sleepers -= 1;
@@ -668,47 +864,77 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
 
     /// A read directory's result: its entries in order, its subdirectories
     /// placed among them, each queued with its key.
-    fn arrange(&self, slot: &Arc<Slot>, items: Vec<Item>, children: &mut Vec<Job>) -> Done {
+    fn arrange(&self, slot: &Arc<Slot>, mut items: Vec<Item>, children: &mut Vec<Job>, scratch: &mut Scratch) -> Done {
         // The root's own entry (depth 0) and errors keep their place in front.
-        let mut front = Vec::new();
-        let mut chunks = Vec::new();
-        for item in items {
+        let mut out = self.spare_items(&mut scratch.spares);
+        let mut chunks = std::mem::take(&mut scratch.chunks);
+        for item in items.drain(..) {
             match item {
                 Item::Entries(c) if c.depth() > 0 => chunks.push(c),
-                other => front.push(other),
+                other => out.push(other),
             }
         }
-        let entries = arrange_entries(chunks, self.order.within);
-        // Subdirectories by name: where their entry is (or the end).
-        let mut names: HashMap<Box<[u8]>, Job> = HashMap::with_capacity(children.len());
-        let mut unnamed = Vec::new();
-        let mut listed = Vec::with_capacity(children.len());
-        for job in children.drain(..) {
+        scratch.items = items;
+        arrange_entries(&mut chunks, self.order.within, &mut scratch.at);
+        // Subdirectories by name, to find each one's entry (or the end).
+        let mut subs = std::mem::take(&mut scratch.subs);
+        for (listed, job) in children.drain(..).enumerate() {
             match &job {
-                Job::Open(p) => {
-                    listed.push(p.name.clone());
-                    names.insert(p.name.clone(), job);
-                }
-                _ => unnamed.push(job),
+                Job::Open(p) => subs.push(Sub {
+                    name: p.name.clone(),
+                    listed: listed as u32,
+                    job: Some(job),
+                }),
+                _ => scratch.unnamed.push(job),
             }
         }
-        let mut out = front;
         if self.order.within == Within::Path {
-            self.merge_by_path(slot, entries, names, &mut out);
-            for job in unnamed {
-                out.push(self.queue(slot, out.len(), job));
-            }
-            return done(out);
+            subs.sort_unstable_by(|a, b| path_cmp(&a.name, true, &b.name, true));
+            self.merge_by_path(slot, &mut chunks, &mut subs, &mut out, scratch);
+        } else {
+            subs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            self.place_subs(slot, &mut chunks, &mut subs, &mut out, scratch);
         }
-        let mut subs: Vec<Job> = Vec::new();
+        for job in scratch.unnamed.drain(..) {
+            let item = self.queue(slot, out.len(), job, &mut scratch.queued);
+            out.push(item);
+        }
+        subs.clear();
+        scratch.subs = subs;
+        scratch.chunks = chunks;
+        self.push_queued(&mut scratch.queued);
+        done(out)
+    }
+
+    /// The entries of `chunks` to `out`, each subdirectory of `subs`
+    /// (sorted by name) queued where [`Nest`] puts it.
+    fn place_subs(
+        &self,
+        slot: &Arc<Slot>,
+        chunks: &mut Vec<ChunkBuf>,
+        subs: &mut Vec<Sub>,
+        out: &mut Vec<Item>,
+        scratch: &mut Scratch,
+    ) {
         let nest_at = self.order.nest == Nest::AtEntry;
         let is_dir = |e: &crate::entry::EntryRef<'_>| e.file_type().is_dir() || e.target_type().is_dir();
-        for buf in entries {
-            if names.is_empty() {
+        let take = |subs: &mut Vec<Sub>, name: &[u8]| {
+            subs.binary_search_by(|s| (*s.name).cmp(name))
+                .ok()
+                .and_then(|i| subs[i].job.take())
+        };
+        let mut left = subs.len();
+        // With the subtrees after the entries: the jobs in their entries' order.
+        let mut after: Vec<Job> = Vec::new();
+        for buf in chunks.drain(..) {
+            if left == 0 {
                 out.push(Item::Entries(buf));
             } else if !nest_at {
                 for e in buf.iter().filter(is_dir) {
-                    subs.extend(names.remove(e.name_bytes()));
+                    if let Some(job) = take(subs, e.name_bytes()) {
+                        left -= 1;
+                        after.push(job);
+                    }
                 }
                 out.push(Item::Entries(buf));
             } else {
@@ -716,93 +942,127 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 let mut start = 0;
                 for i in 0..buf.len() {
                     let e = buf.get(i);
-                    if let Some(job) = is_dir(&e).then(|| names.remove(e.name_bytes())).flatten() {
-                        out.push(Item::Entries(slice(&buf, start..i + 1)));
-                        out.push(self.queue(slot, out.len(), job));
+                    if let Some(job) = is_dir(&e).then(|| take(subs, e.name_bytes())).flatten() {
+                        left -= 1;
+                        let spare = self.spare_chunk(&mut scratch.spares);
+                        out.push(Item::Entries(slice(&buf, start..i + 1, spare)));
+                        out.push(self.queue(slot, out.len(), job, &mut scratch.queued));
                         start = i + 1;
                     }
                 }
-                push_rest(buf, start, &mut out);
+                self.push_rest(buf, start, out, &mut scratch.spares);
             }
         }
         // Subdirectories not yielded come after the entries, in the
         // directory's order (by name when the entries are sorted).
-        if !names.is_empty() {
-            let mut rest: Vec<Box<[u8]>> = listed.into_iter().filter(|n| names.contains_key(n)).collect();
-            if self.order.within != Within::Listing {
-                rest.sort_unstable();
+        if left > 0 {
+            subs.retain(|s| s.job.is_some());
+            if self.order.within == Within::Listing {
+                subs.sort_unstable_by_key(|s| s.listed);
             }
-            subs.extend(rest.iter().filter_map(|n| names.remove(n)));
+            after.extend(subs.iter_mut().filter_map(|s| s.job.take()));
         }
-        subs.extend(unnamed);
-        for job in subs {
-            let item = self.queue(slot, out.len(), job);
+        for job in after {
+            let item = self.queue(slot, out.len(), job, &mut scratch.queued);
             out.push(item);
         }
-        done(out)
     }
 
     /// [`Within::Path`]: entries sorted by their path key, and each
-    /// subtree (yielded or not) where `name/` sorts among them.
+    /// subtree of `subs` (sorted by `name/`; yielded or not) where
+    /// `name/` sorts among them.
     fn merge_by_path(
         &self,
         slot: &Arc<Slot>,
-        entries: Vec<ChunkBuf>,
-        names: HashMap<Box<[u8]>, Job>,
+        chunks: &mut Vec<ChunkBuf>,
+        subs: &mut [Sub],
         out: &mut Vec<Item>,
+        scratch: &mut Scratch,
     ) {
-        let mut subs: Vec<(Box<[u8]>, Job)> = names.into_iter().collect();
-        subs.sort_unstable_by(|(a, _), (b, _)| slashed(a).cmp(slashed(b)));
-        let mut subs = subs.into_iter().peekable();
-        for buf in entries {
+        let mut next = 0;
+        for buf in chunks.drain(..) {
             let mut start = 0;
             for i in 0..buf.len() {
                 let e = buf.get(i);
                 // Subtrees whose `name/` sorts before this entry's key.
-                while let Some((name, _)) = subs.peek() {
-                    if slashed(name).cmp(path_key(&e)) != CmpOrdering::Less {
+                while let Some(sub) = subs.get_mut(next) {
+                    if path_cmp(&sub.name, true, e.name_bytes(), is_dir_entry(&e)) != CmpOrdering::Less {
                         break;
                     }
-                    let (_, job) = subs.next().expect("peeked");
+                    next += 1;
+                    let job = sub.job.take().expect("each subdirectory placed once");
                     if start < i {
-                        out.push(Item::Entries(slice(&buf, start..i)));
+                        let spare = self.spare_chunk(&mut scratch.spares);
+                        out.push(Item::Entries(slice(&buf, start..i, spare)));
                         start = i;
                     }
-                    out.push(self.queue(slot, out.len(), job));
+                    out.push(self.queue(slot, out.len(), job, &mut scratch.queued));
                 }
             }
-            push_rest(buf, start, out);
+            self.push_rest(buf, start, out, &mut scratch.spares);
         }
-        for (_, job) in subs {
-            out.push(self.queue(slot, out.len(), job));
+        for sub in &mut subs[next..] {
+            let job = sub.job.take().expect("each subdirectory placed once");
+            out.push(self.queue(slot, out.len(), job, &mut scratch.queued));
         }
     }
 
-    /// Queue a subdirectory of `parent`'s result at item `rank`.
-    fn queue(&self, parent: &Arc<Slot>, rank: usize, job: Job) -> Item {
+    /// The entries of `buf` from `start` on, as one item (`buf` itself when
+    /// that is all of it: no copy).
+    fn push_rest(&self, buf: ChunkBuf, start: usize, out: &mut Vec<Item>, spares: &mut Spares) {
+        if start == 0 {
+            if !buf.is_empty() {
+                out.push(Item::Entries(buf));
+            }
+            return;
+        }
+        if start < buf.len() {
+            let spare = self.spare_chunk(spares);
+            out.push(Item::Entries(slice(&buf, start..buf.len(), spare)));
+        }
+        spares.keep_chunk(buf, &self.blank);
+    }
+
+    /// A spare chunk buffer from the worker's `local` spares, which take
+    /// a batch from the shared ones when they run out.
+    fn spare_chunk(&self, local: &mut Spares) -> Option<ChunkBuf> {
+        if local.chunks.is_empty() {
+            local.take_from(&mut lock(&self.spares));
+        }
+        local.chunks.pop()
+    }
+
+    /// An empty item list, a spare one if there is one.
+    fn spare_items(&self, local: &mut Spares) -> Vec<Item> {
+        if local.items.is_empty() {
+            local.take_from(&mut lock(&self.spares));
+        }
+        local.items.pop().unwrap_or_default()
+    }
+
+    /// A subdirectory of `parent`'s result at item `rank`, its job added
+    /// to `queued` (see [`push_queued`](Self::push_queued)).
+    fn queue(&self, parent: &Arc<Slot>, rank: usize, job: Job, queued: &mut Vec<Queued>) -> Item {
         let (name, depth) = match &job {
             Job::Open(p) => (Some(p.name.clone()), p.depth()),
             _ => (None, parent.depth + 1),
         };
-        let slot = Arc::new(Slot {
-            parent: Some(parent.clone()),
-            rank: rank as u32,
-            level: parent.level + 1,
-            name,
-            depth,
-            root: parent.root,
-            result: Mutex::new(None),
-        });
+        let slot = Arc::new(Slot::new(Some(parent.clone()), rank as u32, name, depth, parent.root));
+        queued.push(Queued::new(slot.clone(), job));
+        Item::Sub(slot)
+    }
+
+    /// Put the `queued` jobs of one directory in the heap, under one lock.
+    fn push_queued(&self, queued: &mut Vec<Queued>) {
+        if queued.is_empty() {
+            return;
+        }
+        let n = queued.len();
         let mut st = lock(&self.state);
-        st.heap.push(Queued {
-            slot: slot.clone(),
-            job,
-        });
-        if st.sleepers > 0 {
+        st.heap.extend(queued.drain(..));
+        for _ in 0..n.min(st.sleepers) {
             self.wake.notify_one();
         }
-        drop(st);
-        Item::Sub(slot)
     }
 
     /// A directory's result is in: if the output waited for it, release.
@@ -833,7 +1093,20 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     }
 
     /// [`release`](Self::release), the cursor locked already.
-    fn release_with(&self, mut cursor: MutexGuard<'_, Cursor<'_, V>>) {
+    fn release_with(&self, cursor: MutexGuard<'_, Cursor<'_, V>>) {
+        let started = std::time::Instant::now();
+        self.release_from(cursor);
+        // The consumer's work is no read: a release that took long (the
+        // consumer writing a large export, put to sleep by the page
+        // cache's writeback) would look to the I/O probe like reads
+        // waiting on the disk, and `fdu -o` of 3.8 M entries on a busy
+        // machine grew to dozens of workers.
+        if started.elapsed() > RELEASE_NOT_A_READ {
+            crate::io::waited_elsewhere();
+        }
+    }
+
+    fn release_from(&self, mut cursor: MutexGuard<'_, Cursor<'_, V>>) {
         let cursor = &mut *cursor;
         let mut freed = 0usize;
         let mut stop = false;
@@ -843,6 +1116,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
             if stop || self.shared.stopped() {
                 self.shared.stop();
+                self.give_back(&mut cursor.spares);
                 let mut st = lock(&self.state);
                 st.releasing = false;
                 st.held -= freed.min(st.held);
@@ -851,6 +1125,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
             let Some((items, dir)) = cursor.stack.last_mut() else {
                 // Everything is out.
+                self.give_back(&mut cursor.spares);
                 let mut st = lock(&self.state);
                 st.releasing = false;
                 st.held -= freed.min(st.held);
@@ -862,7 +1137,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                     freed += slot_bytes(&dir);
                     stop = cursor.leave(&dir) == Flow::Stop;
                 }
-                cursor.stack.pop();
+                if let Some((items, _)) = cursor.stack.pop() {
+                    cursor.spares.keep_items(items.into());
+                }
                 continue;
             };
             match item {
@@ -872,6 +1149,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                         buf.dir = cursor.respelt(&buf.dir);
                     }
                     stop = cursor.visitor.entries(&buf) == Flow::Stop;
+                    cursor.spares.keep_chunk(buf, &self.blank);
+                    if cursor.spares.chunks.len() >= SPARES_BATCH {
+                        self.give_back(&mut cursor.spares);
+                    }
                 }
                 Item::Error(e) => stop = cursor.visitor.error(e) == Flow::Stop,
                 Item::Sub(sub) => {
@@ -889,6 +1170,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                             st.held -= freed.min(st.held);
                             wake_all(&self.wake, &st);
                             drop(st);
+                            // The cursor is still locked: the next release waits.
+                            self.give_back(&mut cursor.spares);
                             // The subtree's place, kept for whoever goes on.
                             items.push_front(Item::Sub(sub));
                             return;
@@ -896,6 +1179,13 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                     }
                 }
             }
+        }
+    }
+
+    /// Hand the buffers the release is done with to the workers.
+    fn give_back(&self, released: &mut Spares) {
+        if !released.chunks.is_empty() || !released.items.is_empty() {
+            lock(&self.spares).give_from(released);
         }
     }
 
@@ -955,9 +1245,17 @@ fn done(mut items: Vec<Item>) -> Done {
     Done { items, bytes }
 }
 
-/// Entries `range` of `from` (with their metadata), room made at once.
-fn slice(from: &ChunkBuf, range: std::ops::Range<usize>) -> ChunkBuf {
-    let mut to = ChunkBuf::new(from.dir.clone());
+/// Entries `range` of `from` (with their metadata), room made at once
+/// (in `spare`'s buffers, if given).
+fn slice(from: &ChunkBuf, range: std::ops::Range<usize>, spare: Option<ChunkBuf>) -> ChunkBuf {
+    let mut to = match spare {
+        Some(mut to) => {
+            to.clear();
+            to.dir = from.dir.clone();
+            to
+        }
+        None => ChunkBuf::new(from.dir.clone()),
+    };
     let names = from.slots[range.clone()].iter().map(|s| s.name_len as usize).sum();
     reserve(&mut to, names, range.len(), !from.meta.is_empty());
     range.for_each(|i| copy_entry(from, i, &mut to));
@@ -974,18 +1272,6 @@ fn reserve(to: &mut ChunkBuf, names: usize, entries: usize, meta: bool) {
     }
 }
 
-/// The entries of `buf` from `start` on, as one item (`buf` itself when
-/// that is all of it: no copy).
-fn push_rest(buf: ChunkBuf, start: usize, out: &mut Vec<Item>) {
-    if start == 0 {
-        if !buf.is_empty() {
-            out.push(Item::Entries(buf));
-        }
-    } else if start < buf.len() {
-        out.push(Item::Entries(slice(&buf, start..buf.len())));
-    }
-}
-
 /// Copy entry `i` of `from` (with its metadata) to the end of `to`.
 fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
     let s = from.slots[i];
@@ -996,40 +1282,77 @@ fn copy_entry(from: &ChunkBuf, i: usize, to: &mut ChunkBuf) {
     }
 }
 
-/// A subdirectory's name as its subtree's paths sort: with its `/`.
-fn slashed(name: &[u8]) -> impl Iterator<Item = u8> + '_ {
-    name.iter().copied().chain(Some(b'/'))
+/// Two names as `LC_ALL=C sort` orders the paths they end: a
+/// directory's (`a_dir`, `b_dir`) with the `/` that its own line and
+/// every path below it have next. One `memcmp`, then a byte or two.
+fn path_cmp(a: &[u8], a_dir: bool, b: &[u8], b_dir: bool) -> CmpOrdering {
+    let common = a.len().min(b.len());
+    match a[..common].cmp(&b[..common]) {
+        CmpOrdering::Equal => {}
+        unequal => return unequal,
+    }
+    let next = |name: &[u8], dir: bool| match name.get(common) {
+        Some(&c) => Some(c),
+        None => dir.then_some(b'/'),
+    };
+    match next(a, a_dir).cmp(&next(b, b_dir)) {
+        // Both go on past `common`, or end there alike: what follows
+        // decides (a `/` ends a key; names differ in a directory).
+        CmpOrdering::Equal if a.len() != b.len() => {
+            let (rest_a, rest_b) = (&a[common.min(a.len())..], &b[common.min(b.len())..]);
+            let key_a = rest_a.iter().copied().chain(a_dir.then_some(b'/'));
+            let key_b = rest_b.iter().copied().chain(b_dir.then_some(b'/'));
+            key_a.cmp(key_b)
+        }
+        other => other,
+    }
 }
 
-/// An entry's name as `LC_ALL=C sort` compares its path: a directory's
-/// with the `/` that its own line and every path below it have next.
-fn path_key<'a>(e: &crate::entry::EntryRef<'a>) -> impl Iterator<Item = u8> + Clone + 'a {
-    let slash = (e.file_type().is_dir() || e.target_type().is_dir()).then_some(b'/');
-    e.name_bytes().iter().copied().chain(slash)
+/// Whether an entry sorts as a directory in [`Within::Path`].
+fn is_dir_entry(e: &crate::entry::EntryRef<'_>) -> bool {
+    e.file_type().is_dir() || e.target_type().is_dir()
 }
 
-/// One directory's chunks in `within` order.
-fn arrange_entries(chunks: Vec<ChunkBuf>, within: Within) -> Vec<ChunkBuf> {
+/// One directory's chunks put in `within` order; `at` is room to sort in.
+fn arrange_entries(chunks: &mut Vec<ChunkBuf>, within: Within, at: &mut Vec<(u32, u32)>) {
     let total: usize = chunks.iter().map(ChunkBuf::len).sum();
     let key_order = match within {
-        Within::Listing => return chunks,
-        Within::InodeBatches { above, batch } if total <= above => {
-            let _ = batch;
-            return chunks;
-        }
+        Within::Listing => return,
+        Within::InodeBatches { above, .. } if total <= above => return,
         other => other,
     };
     let Some(dir) = chunks.first().map(|c| c.dir.clone()) else {
-        return chunks;
+        return;
     };
-    let mut at: Vec<(u32, u32)> = Vec::with_capacity(total);
+    if let [only] = &mut chunks[..] {
+        if only.meta.is_empty() && matches!(key_order, Within::Name | Within::Path) {
+            // One chunk without metadata (most directories): its slots
+            // sorted where they are. Names are unique in a directory, and
+            // so are their path keys: any sort gives the one order.
+            let names = &only.names;
+            let name = |s: &crate::entry::Slot| &names[s.name_start as usize..(s.name_start + s.name_len) as usize];
+            if key_order == Within::Name {
+                only.slots.sort_unstable_by(|a, b| name(a).cmp(name(b)));
+            } else {
+                let dir = |s: &crate::entry::Slot| s.file_type.is_dir() || s.target_type.is_dir();
+                only.slots
+                    .sort_unstable_by(|a, b| path_cmp(name(a), dir(a), name(b), dir(b)));
+            }
+            return;
+        }
+    }
+    at.clear();
+    at.reserve(total);
     for (c, chunk) in chunks.iter().enumerate() {
         at.extend((0..chunk.len() as u32).map(|i| (c as u32, i)));
     }
     let entry = |&(c, i): &(u32, u32)| chunks[c as usize].get(i as usize);
     match key_order {
         Within::Name => at.sort_by(|a, b| entry(a).name_bytes().cmp(entry(b).name_bytes())),
-        Within::Path => at.sort_by(|a, b| path_key(&entry(a)).cmp(path_key(&entry(b)))),
+        Within::Path => at.sort_by(|a, b| {
+            let (a, b) = (entry(a), entry(b));
+            path_cmp(a.name_bytes(), is_dir_entry(&a), b.name_bytes(), is_dir_entry(&b))
+        }),
         Within::Size => at.sort_by(|a, b| {
             let size = |x| entry(x).cached_metadata().map_or(0, |m| m.size);
             size(a)
@@ -1052,28 +1375,26 @@ fn arrange_entries(chunks: Vec<ChunkBuf>, within: Within) -> Vec<ChunkBuf> {
         }
         Within::Listing => unreachable!("returned above"),
     }
-    let mut chunks = chunks;
     if let [only] = &mut chunks[..] {
-        // One chunk (most directories): its slots put in order where they
-        // are, its names left in place rather than copied.
+        // One chunk: its slots put in order where they are, its names left
+        // in place rather than copied.
         only.slots = at.iter().map(|&(_, i)| only.slots[i as usize]).collect();
         if !only.meta.is_empty() {
             only.meta = at.iter().map(|&(_, i)| only.meta[i as usize]).collect();
         }
-        return chunks;
+        return;
     }
-    let mut out = Vec::new();
     let mut cur = ChunkBuf::new(dir);
     let names = chunks.iter().map(|c| c.names.len()).sum();
     reserve(&mut cur, names, total, chunks.iter().any(|c| !c.meta.is_empty()));
-    for x in &at {
+    for x in at.iter() {
         // One chunk: a consumer that reorders a directory sees it whole.
         copy_entry(&chunks[x.0 as usize], x.1 as usize, &mut cur);
     }
+    chunks.clear();
     if !cur.is_empty() {
-        out.push(cur);
+        chunks.push(cur);
     }
-    out
 }
 
 #[cfg(test)]
@@ -1439,38 +1760,60 @@ mod tests {
         assert!(deep < 4 * shallow, "1000 levels held {shallow} bytes, 3000 held {deep}");
     }
 
+    /// The fast comparison of path keys agrees with spelling them out.
+    #[test]
+    fn path_cmp_is_the_order_of_the_keys_spelt_out() {
+        let names: [&[u8]; 9] = [b"a", b"a-b", b"a0", b"a.", b"ab", b"b", b"a/x", b"", b"a/"];
+        for a in names {
+            for b in names {
+                for (a_dir, b_dir) in [(false, false), (false, true), (true, false), (true, true)] {
+                    let key = |n: &[u8], d: bool| [n, if d { &b"/"[..] } else { &b""[..] }].concat();
+                    assert_eq!(
+                        path_cmp(a, a_dir, b, b_dir),
+                        key(a, a_dir).cmp(&key(b, b_dir)),
+                        "{a:?} {a_dir} {b:?} {b_dir}"
+                    );
+                }
+            }
+        }
+    }
+
     /// Places compare as the keys they stand for (the ranks from the root
     /// down, an ancestor before its subtree) without holding them.
     #[test]
     fn places_compare_as_their_rank_lists() {
         fn slot(parent: Option<&Arc<Slot>>, rank: u32) -> Arc<Slot> {
-            Arc::new(Slot {
-                parent: parent.cloned(),
-                rank,
-                level: parent.map_or(0, |p| p.level + 1),
-                name: None,
-                depth: 0,
-                root: 0,
-                result: Mutex::new(None),
-            })
+            Arc::new(Slot::new(parent.cloned(), rank, None, 0, 0))
         }
         let mut all: Vec<(Vec<u32>, Arc<Slot>)> = Vec::new();
         for r in 0..2 {
             let root = slot(None, r);
             all.push((vec![r], root.clone()));
-            for a in [1, 4] {
+            for a in [1, 4, 6, 1000] {
                 let s = slot(Some(&root), a);
                 all.push((vec![r, a], s.clone()));
                 for b in [0, 2, 3] {
                     let t = slot(Some(&s), b);
                     all.push((vec![r, a, b], t.clone()));
                     all.push((vec![r, a, b, 7], slot(Some(&t), 7)));
+                    // Deep enough that the keys run out (and some do not).
+                    let (mut key, mut deep) = (vec![r, a, b], t.clone());
+                    for level in 0..12 {
+                        let rank = [5000, 0, 70_000][level % 3];
+                        key.push(rank);
+                        deep = slot(Some(&deep), rank);
+                        all.push((key.clone(), deep.clone()));
+                    }
                 }
             }
         }
+        assert!(all.iter().any(|(_, s)| s.key.len == Key::NONE));
         for (ka, a) in &all {
             for (kb, b) in &all {
                 assert_eq!(place_cmp(a, b), ka.cmp(kb), "{ka:?} vs {kb:?}");
+                if let Some(order) = by_keys(a.key, b.key) {
+                    assert_eq!(order, ka.cmp(kb), "{ka:?} vs {kb:?}, by key");
+                }
             }
         }
         // A chain far deeper than any stack frees without recursing.
