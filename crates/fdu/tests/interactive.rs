@@ -117,6 +117,16 @@ fn wait_for_file(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
+/// The terminal's modes as the pane's shell saw them after fdu: cooked
+/// and echoing again.
+fn assert_terminal_restored(out: &Path) {
+    let stty = wait_for_file(&out.join("stty"));
+    assert!(
+        stty.contains(" icanon") && stty.contains(" echo "),
+        "terminal restored: {stty}"
+    );
+}
+
 /// What `fdu -s -B1` says the tree takes now.
 fn disk_usage(dir: &Path) -> u64 {
     let out = Command::new(env!("CARGO_BIN_EXE_fdu"))
@@ -182,11 +192,7 @@ fn a_folder_deleted_in_the_browser_is_gone_from_disk_and_from_the_totals() {
 
     tmux.keys(&["q"]);
     assert_eq!(wait_for_file(&out.join("status")).trim(), "0");
-    let stty = wait_for_file(&out.join("stty"));
-    assert!(
-        stty.contains(" icanon") && stty.contains(" echo "),
-        "terminal restored: {stty}"
-    );
+    assert_terminal_restored(&out);
     assert_eq!(std::fs::read_to_string(out.join("stderr")).unwrap(), "");
 }
 
@@ -212,11 +218,7 @@ fn too_few_descriptors_is_one_line_and_exit_1() {
             err.contains(says) && err.contains("ulimit -n is"),
             "ulimit -n {limit}: {err}"
         );
-        let stty = wait_for_file(&out.join("stty"));
-        assert!(
-            stty.contains(" icanon") && stty.contains(" echo "),
-            "terminal restored: {stty}"
-        );
+        assert_terminal_restored(&out);
     }
 }
 
@@ -243,11 +245,7 @@ fn ctrl_c_gives_the_terminal_back() {
     tmux.wait("the help", |s| s.contains("rescan this folder"));
     tmux.keys(&["C-c"]);
     assert_eq!(wait_for_file(&out.join("status")).trim(), "0");
-    let stty = wait_for_file(&out.join("stty"));
-    assert!(
-        stty.contains(" icanon") && stty.contains(" echo "),
-        "terminal restored: {stty}"
-    );
+    assert_terminal_restored(&out);
     assert!(dir.join("junk").exists(), "nothing deleted");
 }
 
@@ -262,11 +260,7 @@ fn killed_by_sigterm_it_gives_the_terminal_back() {
     let fdu = children.split_whitespace().next().expect("fdu runs under the shell");
     assert!(Command::new("kill").args(["-TERM", fdu]).status().unwrap().success());
     assert_eq!(wait_for_file(&out.join("status")).trim(), "143", "died of SIGTERM");
-    let stty = wait_for_file(&out.join("stty"));
-    assert!(
-        stty.contains(" icanon") && stty.contains(" echo "),
-        "terminal restored: {stty}"
-    );
+    assert_terminal_restored(&out);
 }
 
 #[test]
