@@ -424,6 +424,14 @@ impl<'a> Chunk<'a> {
         let buf = &mut *self.buf;
         into.clear();
         into.dir = buf.dir.clone();
+        if buf.slots.len() > TAKE_WHOLE_ABOVE {
+            // A large directory's buffers leave whole (grown by doubling,
+            // at most twice its size), and the reader goes on with the
+            // small ones: copied, the reader would keep the room of the
+            // largest directory of the walk besides the copy.
+            std::mem::swap(buf, &mut into);
+            return into;
+        }
         into.names.reserve_exact(buf.names.len());
         into.names.extend_from_slice(&buf.names);
         into.slots.reserve_exact(buf.slots.len());
@@ -446,6 +454,10 @@ impl<'a> Chunk<'a> {
         taken
     }
 }
+
+/// Entries past which [`Chunk::take_into`] moves a chunk's buffers out
+/// instead of copying them.
+const TAKE_WHOLE_ABOVE: usize = 4096;
 
 /// A borrowed view of one entry of a [`Chunk`] or a [`ChunkBuf`].
 ///
