@@ -906,13 +906,14 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 _ => scratch.unnamed.push(job),
             }
         }
+        // By `name/` for a path order, else by name (`path_cmp` with no
+        // `/` is the names' order).
+        subs.sort_unstable_by(|a, b| {
+            (a.prefix.cmp(&b.prefix)).then_with(|| path_cmp(&a.name, by_path, &b.name, by_path))
+        });
         if by_path {
-            subs.sort_unstable_by(|a, b| {
-                (a.prefix.cmp(&b.prefix)).then_with(|| path_cmp(&a.name, true, &b.name, true))
-            });
             self.merge_by_path(slot, &mut chunks, &mut subs, &mut out, scratch);
         } else {
-            subs.sort_unstable_by(|a, b| (a.prefix.cmp(&b.prefix)).then_with(|| a.name.cmp(&b.name)));
             self.place_subs(slot, &mut chunks, &mut subs, &mut out, scratch);
         }
         for job in scratch.unnamed.drain(..) {
@@ -1481,11 +1482,7 @@ fn sort_by_name(chunk: &mut ChunkBuf, by_path: bool, room: &mut Sorting) {
         if end - run > 1 {
             keyed[run..end].sort_unstable_by(|a, b| {
                 let (sa, sb) = (&slots[a.1 as usize], &slots[b.1 as usize]);
-                if by_path {
-                    path_cmp(name(sa), is_dir(sa), name(sb), is_dir(sb))
-                } else {
-                    name(sa).cmp(name(sb))
-                }
+                path_cmp(name(sa), is_dir(sa), name(sb), is_dir(sb))
             });
         }
         run = end;
