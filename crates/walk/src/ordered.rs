@@ -1363,6 +1363,8 @@ struct Sorting {
     at: Vec<(u32, u32)>,
     /// Each entry's [`name_prefix`] and position, sorted.
     keyed: Vec<(u64, u32)>,
+    /// Runs of `keyed` still to break ties in (see [`sort_ties`]).
+    runs: Vec<(u32, u32, u32)>,
 }
 
 /// The first eight bytes of an entry's sort key (its name, and for
@@ -1374,13 +1376,27 @@ struct Sorting {
 /// instruction where a `memcmp` call on the two names took 70 ns an
 /// entry on /usr.
 fn name_prefix(name: &[u8], slash: bool) -> u64 {
-    let mut bytes = [0u8; 8];
-    let n = name.len().min(8);
-    bytes[..n].copy_from_slice(&name[..n]);
-    if slash && n < 8 {
-        bytes[n] = b'/';
+    key_word(name, slash, 0)
+}
+
+/// The eight bytes of an entry's sort key from byte `at` on, as
+/// [`name_prefix`] has the first eight: keys that tie on their words
+/// before `at` compare as their words at `at` do, unless these tie too.
+fn key_word(name: &[u8], slash: bool, at: usize) -> u64 {
+    let rest = name.get(at..).unwrap_or_default();
+    if let Some(word) = rest.first_chunk::<8>() {
+        return u64::from_be_bytes(*word);
     }
-    u64::from_be_bytes(bytes)
+    // Fewer than eight bytes left: byte by byte, where a copy of a length
+    // not known until run time is a `memmove` call.
+    let mut word = 0u64;
+    for (i, &b) in rest.iter().enumerate() {
+        word |= u64::from(b) << (56 - 8 * i);
+    }
+    if slash && at <= name.len() {
+        word |= u64::from(b'/') << (56 - 8 * rest.len());
+    }
+    word
 }
 
 /// One directory's chunks put in `within` order; `room` is room to sort in.
@@ -1471,22 +1487,14 @@ fn sort_by_name(chunk: &mut ChunkBuf, by_path: bool, room: &mut Sorting) {
     let keyed = &mut room.keyed;
     keyed.clear();
     keyed.extend((chunk.slots.iter().enumerate()).map(|(i, s)| (name_prefix(name(s), is_dir(s)), i as u32)));
+    // By prefix, then each run of one prefix by the key's next eight
+    // bytes, and so on: names compared whole, with a `memcmp`, took
+    // 1.16x the time on a directory of names alike in their first 20 bytes.
     let slots = &chunk.slots;
-    // By prefix alone (and position, which is no order: only a tie-break
-    // that keeps the compare a plain one), then each run of one prefix,
-    // rare, by the whole key.
-    keyed.sort_unstable();
-    let mut run = 0;
-    while run < keyed.len() {
-        let end = run + keyed[run..].iter().take_while(|k| k.0 == keyed[run].0).count();
-        if end - run > 1 {
-            keyed[run..end].sort_unstable_by(|a, b| {
-                let (sa, sb) = (&slots[a.1 as usize], &slots[b.1 as usize]);
-                path_cmp(name(sa), is_dir(sa), name(sb), is_dir(sb))
-            });
-        }
-        run = end;
-    }
+    sort_ties(keyed, &mut room.runs, |i, at| {
+        let s = &slots[i as usize];
+        key_word(name(s), is_dir(s), at)
+    });
     permute(&mut chunk.slots, keyed);
     if !chunk.meta.is_empty() {
         keyed.iter_mut().for_each(|k| k.1 &= !MOVED);
@@ -1495,6 +1503,44 @@ fn sort_by_name(chunk: &mut ChunkBuf, by_path: bool, room: &mut Sorting) {
     if keyed.capacity() > KEEP_SORT_ROOM {
         // One huge directory's room is not kept for the rest of the walk.
         *keyed = Vec::new();
+        room.runs = Vec::new();
+    }
+}
+
+/// Sort `keyed`, each entry's first key word and position, into key
+/// order: by the first words, then each run of equal words by the next
+/// (`word(position, at)`: the word of the entry's key from byte `at`), and
+/// so on until the words differ or run out (keys that end alike are
+/// equal, and stay in any order). `runs` is room for the runs still to do.
+fn sort_ties(keyed: &mut [(u64, u32)], runs: &mut Vec<(u32, u32, u32)>, word: impl Fn(u32, usize) -> u64) {
+    runs.clear();
+    if keyed.len() > 1 {
+        runs.push((0, keyed.len() as u32, 0));
+    }
+    while let Some((start, end, at)) = runs.pop() {
+        let (start, end, at) = (start as usize, end as usize, at as usize);
+        let run = &mut keyed[start..end];
+        if at > 0 {
+            run.iter_mut().for_each(|k| k.0 = word(k.1, at));
+        }
+        let first = run[0].0;
+        if run.iter().all(|k| k.0 == first) {
+            // One word for all (a directory of "logfile_2026-…" names):
+            // nothing to sort by it; the keys ended alike if it is zero.
+            if first != 0 {
+                runs.push((start as u32, end as u32, (at + 8) as u32));
+            }
+            continue;
+        }
+        run.sort_unstable_by_key(|k| k.0);
+        let mut from = start;
+        while from < end {
+            let to = from + keyed[from..end].iter().take_while(|k| k.0 == keyed[from].0).count();
+            if to - from > 1 {
+                runs.push((from as u32, to as u32, (at + 8) as u32));
+            }
+            from = to;
+        }
     }
 }
 
@@ -1867,6 +1913,50 @@ mod tests {
             }
         }
         assert!(tried > 20, "{tried} permutations");
+    }
+
+    #[test]
+    fn keys_sorted_word_by_word_are_in_path_order() {
+        let stems: [&[u8]; 4] = [b"", b"abcdefgh", b"abcdefghabcdefgh", b"libboost_python3"];
+        let tails: [&[u8]; 9] = [
+            b"",
+            b"-",
+            b".",
+            b"a",
+            b"ab",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefgh-",
+            b"\xff",
+        ];
+        let mut unique: Vec<Vec<u8>> = Vec::new();
+        for stem in stems {
+            for tail in tails {
+                unique.push([stem, tail].concat());
+            }
+        }
+        unique.retain(|n| !n.is_empty());
+        unique.sort();
+        unique.dedup();
+        for by_path in [false, true] {
+            // One directory's keys: each name once, every other one a
+            // directory's, with its `/`.
+            let names: Vec<(Vec<u8>, bool)> = (unique.iter().enumerate())
+                .map(|(i, n)| (n.clone(), by_path && i % 2 == 1))
+                .collect();
+            let mut keyed: Vec<(u64, u32)> = (names.iter().enumerate())
+                .map(|(i, (n, dir))| (name_prefix(n, *dir), i as u32))
+                .collect();
+            let mut runs = Vec::new();
+            sort_ties(&mut keyed, &mut runs, |i, at| {
+                let (n, dir) = &names[i as usize];
+                key_word(n, *dir, at)
+            });
+            let got: Vec<&(Vec<u8>, bool)> = keyed.iter().map(|k| &names[k.1 as usize]).collect();
+            let mut want: Vec<&(Vec<u8>, bool)> = names.iter().collect();
+            want.sort_by(|a, b| path_cmp(&a.0, a.1, &b.0, b.1));
+            assert_eq!(got, want, "by path: {by_path}");
+        }
     }
 
     #[test]
