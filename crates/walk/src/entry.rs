@@ -104,7 +104,41 @@ pub struct ChunkBuf {
     pub(crate) meta: Vec<Option<Metadata>>,
 }
 
+/// A chunk's buffers without its directory: room for other entries. Kept
+/// for reuse instead of an emptied [`ChunkBuf`], it holds no directory
+/// alive, and needs none of its own to stand in: a stand-in shared by every
+/// spare took two atomic updates of one counter per chunk, from every core.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkRoom {
+    pub(crate) names: Vec<u8>,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) meta: Vec<Option<Metadata>>,
+}
+
 impl ChunkBuf {
+    /// An empty chunk of `dir` in the buffers of `room`.
+    pub(crate) fn in_room(dir: Arc<Dir>, room: ChunkRoom) -> Self {
+        let ChunkRoom { names, slots, meta } = room;
+        let mut chunk = ChunkBuf {
+            dir,
+            names,
+            slots,
+            meta,
+        };
+        chunk.clear();
+        chunk
+    }
+
+    /// The chunk's buffers, emptied; its directory let go.
+    pub(crate) fn into_room(self) -> ChunkRoom {
+        let ChunkBuf { names, slots, meta, .. } = self;
+        let mut room = ChunkRoom { names, slots, meta };
+        room.names.clear();
+        room.slots.clear();
+        room.meta.clear();
+        room
+    }
+
     pub(crate) fn new(dir: Arc<Dir>) -> Self {
         ChunkBuf {
             dir,
@@ -420,10 +454,9 @@ impl<'a> Chunk<'a> {
     /// buffers, as with `take`: given the recycled ones in their place
     /// instead, it grew them again by `realloc` in four reads of five on
     /// /usr.
-    pub(crate) fn take_into(&mut self, mut into: ChunkBuf) -> ChunkBuf {
+    pub(crate) fn take_into(&mut self, room: ChunkRoom) -> ChunkBuf {
         let buf = &mut *self.buf;
-        into.clear();
-        into.dir = buf.dir.clone();
+        let mut into = ChunkBuf::in_room(buf.dir.clone(), room);
         if buf.slots.len() > TAKE_WHOLE_ABOVE {
             // A large directory's buffers leave whole (grown by doubling,
             // at most twice its size), and the reader goes on with the

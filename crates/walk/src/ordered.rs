@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::dir::Dir;
-use crate::entry::{Chunk, ChunkBuf};
+use crate::entry::{Chunk, ChunkBuf, ChunkRoom};
 use crate::error::Error;
 use crate::io::Probe;
 use crate::read::{Job, Reader};
@@ -215,7 +215,7 @@ struct Done {
 /// spares hold stays bounded whatever the tree.
 #[derive(Default)]
 struct Spares {
-    chunks: Vec<ChunkBuf>,
+    chunks: Vec<ChunkRoom>,
     items: Vec<Vec<Item>>,
 }
 
@@ -230,14 +230,11 @@ const SPARES: usize = 64;
 const SPARES_BATCH: usize = 16;
 
 impl Spares {
-    /// Keep `chunk`'s buffers for another read, if they are small; `blank`
-    /// stands in for its directory (a spare keeps no directory alive).
-    fn keep_chunk(&mut self, mut chunk: ChunkBuf, blank: &Arc<Dir>) {
+    /// Keep `chunk`'s buffers for another read, if they are small.
+    fn keep_chunk(&mut self, chunk: ChunkBuf) {
         let small = chunk.names.capacity() <= 1024 && chunk.slots.capacity() <= 32 && chunk.meta.capacity() <= 32;
         if small && self.chunks.len() < SPARES {
-            chunk.clear();
-            chunk.dir = blank.clone();
-            self.chunks.push(chunk);
+            self.chunks.push(chunk.into_room());
         }
     }
 
@@ -582,8 +579,6 @@ struct Ordered<'s, 'v, V> {
     wake: Condvar,
     cursor: Mutex<Cursor<'v, V>>,
     spares: Mutex<Spares>,
-    /// The directory a spare chunk names (none of the walk's).
-    blank: Arc<Dir>,
 }
 
 /// Wake every waiting worker, if one waits (`st`: the state, locked).
@@ -649,7 +644,6 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
             spares: Spares::default(),
         }),
         spares: Mutex::new(Spares::default()),
-        blank: Dir::root_parent(0),
     };
     let threads = shared.settings.threads.max(1);
     std::thread::scope(|scope| {
@@ -1105,12 +1099,12 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             let spare = self.spare_chunk(spares);
             out.push(Item::Entries(slice(&buf, start..buf.len(), spare)));
         }
-        spares.keep_chunk(buf, &self.blank);
+        spares.keep_chunk(buf);
     }
 
     /// A spare chunk buffer from the worker's `local` spares, which take
     /// a batch from the shared ones when they run out.
-    fn spare_chunk(&self, local: &mut Spares) -> Option<ChunkBuf> {
+    fn spare_chunk(&self, local: &mut Spares) -> Option<ChunkRoom> {
         if local.chunks.is_empty() {
             local.take_from(&mut lock(&self.spares));
         }
@@ -1203,14 +1197,17 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
 
     /// [`release`](Self::release), the cursor locked already.
     fn release_with(&self, cursor: MutexGuard<'_, Cursor<'_, V>>) {
-        let started = std::time::Instant::now();
+        let started = crate::io::coarse_now();
         self.release_from(cursor);
         // The consumer's work is no read: a release that took long (the
         // consumer writing a large export, put to sleep by the page
         // cache's writeback) would look to the I/O probe like reads
         // waiting on the disk, and `fdu -o` of 3.8 M entries on a busy
-        // machine grew to dozens of workers.
-        if started.elapsed() > RELEASE_NOT_A_READ {
+        // machine grew to dozens of workers. Timed by the coarse clock:
+        // with the precise one, the two reads a directory took 0.7% of a
+        // sorted walk's time on one thread. A short release that happens
+        // to span a tick costs the probe one window of measures, no more.
+        if crate::io::coarse_now().saturating_sub(started) >= RELEASE_NOT_A_READ {
             crate::io::waited_elsewhere();
         }
     }
@@ -1258,7 +1255,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                         buf.dir = cursor.respelt(&buf.dir);
                     }
                     stop = cursor.visitor.entries(&buf) == Flow::Stop;
-                    cursor.spares.keep_chunk(buf, &self.blank);
+                    cursor.spares.keep_chunk(buf);
                     if cursor.spares.chunks.len() >= SPARES_BATCH {
                         self.give_back(&mut cursor.spares);
                     }
@@ -1366,15 +1363,8 @@ fn done(mut items: Vec<Item>) -> Done {
 
 /// Entries `range` of `from` (with their metadata), room made at once
 /// (in `spare`'s buffers, if given).
-fn slice(from: &ChunkBuf, range: std::ops::Range<usize>, spare: Option<ChunkBuf>) -> ChunkBuf {
-    let mut to = match spare {
-        Some(mut to) => {
-            to.clear();
-            to.dir = from.dir.clone();
-            to
-        }
-        None => ChunkBuf::new(from.dir.clone()),
-    };
+fn slice(from: &ChunkBuf, range: std::ops::Range<usize>, spare: Option<ChunkRoom>) -> ChunkBuf {
+    let mut to = ChunkBuf::in_room(from.dir.clone(), spare.unwrap_or_default());
     let names = from.slots[range.clone()].iter().map(|s| s.name_len as usize).sum();
     reserve(&mut to, names, range.len(), !from.meta.is_empty());
     range.for_each(|i| copy_entry(from, i, &mut to));
@@ -1441,6 +1431,9 @@ struct Sorting {
     keyed: Vec<(u64, u32)>,
     /// Runs of `keyed` still to break ties in (see [`sort_ties`]).
     runs: Vec<(u32, u32, u32)>,
+    /// Room to copy a directory's slots and metadata to (see [`permute`]).
+    slots: Vec<crate::entry::Slot>,
+    meta: Vec<Option<crate::meta::Metadata>>,
 }
 
 /// The first eight bytes of an entry's sort key (its name, and for
@@ -1571,15 +1564,16 @@ fn sort_by_name(chunk: &mut ChunkBuf, by_path: bool, room: &mut Sorting) {
         let s = &slots[i as usize];
         key_word(name(s), is_dir(s), at)
     });
-    permute(&mut chunk.slots, keyed);
+    permute(&mut chunk.slots, keyed, &mut room.slots);
     if !chunk.meta.is_empty() {
-        keyed.iter_mut().for_each(|k| k.1 &= !MOVED);
-        permute(&mut chunk.meta, keyed);
+        permute(&mut chunk.meta, keyed, &mut room.meta);
     }
     if keyed.capacity() > KEEP_SORT_ROOM {
         // One huge directory's room is not kept for the rest of the walk.
         *keyed = Vec::new();
         room.runs = Vec::new();
+        room.slots = Vec::new();
+        room.meta = Vec::new();
     }
 }
 
@@ -1626,12 +1620,24 @@ const KEEP_SORT_ROOM: usize = 1 << 16;
 /// Marks a position of [`permute`]'s order as moved.
 const MOVED: u32 = 1 << 31;
 
-/// Put `v` in `order` (`v[i]` becomes the old `v[order[i].1]`) where it
-/// lies, one cycle of the permutation at a time, marking each position of
-/// `order` [`MOVED`]: a directory of a million entries sorted through a
-/// copy held 24 MiB more for its slots and 96 MiB more for its metadata.
-fn permute<T: Copy>(v: &mut [T], order: &mut [(u64, u32)]) {
+/// Put `v` in `order` (`v[i]` becomes the old `v[order[i].1]`); `room` is
+/// room for a copy. Up to [`KEEP_SORT_ROOM`] entries, through a copy: each
+/// entry is then a load independent of the others, where following the
+/// permutation's cycles is a chain of dependent loads (a third of the
+/// sort's time on /usr). Past it, where it lies, one cycle at a time,
+/// marking each position of `order` [`MOVED`] and clearing the marks after:
+/// a directory of a million entries sorted through a copy held 24 MiB more
+/// for its slots and 96 MiB more for its metadata.
+fn permute<T: Copy>(v: &mut [T], order: &mut [(u64, u32)], room: &mut Vec<T>) {
     debug_assert!(v.len() < MOVED as usize);
+    if v.len() <= KEEP_SORT_ROOM {
+        room.clear();
+        room.extend_from_slice(v);
+        for (to, k) in v.iter_mut().zip(order.iter()) {
+            *to = room[k.1 as usize];
+        }
+        return;
+    }
     for start in 0..v.len() {
         if order[start].1 & MOVED != 0 {
             continue;
@@ -1649,6 +1655,7 @@ fn permute<T: Copy>(v: &mut [T], order: &mut [(u64, u32)]) {
             to = from;
         }
     }
+    order.iter_mut().for_each(|k| k.1 &= !MOVED);
 }
 
 #[cfg(test)]
@@ -1966,9 +1973,10 @@ mod tests {
 
     #[test]
     fn a_permutation_in_place_is_the_one_through_a_copy() {
-        // Rotations, strides and a reversal: one cycle, many, fixed points.
+        // Rotations, strides and a reversal: one cycle, many, fixed points;
+        // through the room and, past it, in place.
         let mut tried = 0;
-        for n in [0usize, 1, 2, 3, 7, 64, 1000] {
+        for n in [0usize, 1, 2, 3, 7, 64, 1000, KEEP_SORT_ROOM + 3] {
             for step in [0usize, 1, 3, 7, 31] {
                 let sources: Vec<u32> = match step {
                     0 => (0..n).rev().map(|i| i as u32).collect(),
@@ -1983,12 +1991,13 @@ mod tests {
                 let old: Vec<u64> = (0..n as u64).map(|i| i * 10).collect();
                 let want: Vec<u64> = sources.iter().map(|&s| old[s as usize]).collect();
                 let mut v = old.clone();
-                permute(&mut v, &mut order);
+                let kept = order.clone();
+                permute(&mut v, &mut order, &mut Vec::new());
                 assert_eq!(v, want, "{n} entries, step {step}");
-                assert!(order.iter().all(|o| o.1 & MOVED != 0));
+                assert_eq!(order, kept, "the order is left as it was");
             }
         }
-        assert!(tried > 20, "{tried} permutations");
+        assert!(tried > 25, "{tried} permutations");
     }
 
     #[test]
