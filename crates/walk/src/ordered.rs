@@ -829,12 +829,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             // This read holds the release: the rest of its items go out
             // now, and the release goes on from there.
             let mut cursor = lock(&self.cursor);
-            let mut st = lock(&self.state);
-            self.push_queued(&mut st, &mut scratch.queued);
-            st.reading -= 1;
-            st.held += done.bytes;
-            st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
-            drop(st);
+            self.settle(&mut lock(&self.state), &done, &mut scratch.queued, releaser);
             if let Some((items, _)) = cursor.stack.last_mut() {
                 items.extend(done.items);
             }
@@ -1141,6 +1136,19 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         }
     }
 
+    /// A read is over, `done` its result (held until released), `queued`
+    /// its subdirectories' jobs: account for it in the state, `st`.
+    fn settle(&self, st: &mut State, done: &Done, queued: &mut Vec<Queued>, releaser: bool) {
+        self.push_queued(st, queued);
+        st.reading -= 1;
+        st.held += done.bytes;
+        st.stats.largest_dir = st.stats.largest_dir.max(done.bytes);
+        st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
+        if releaser {
+            st.releaser_reading = false;
+        }
+    }
+
     /// A directory's result is in, with its subdirectories' `queued` jobs:
     /// if the output waited for it, release; then the next job. One lock
     /// of the state for all three (a walk of small directories took it
@@ -1165,15 +1173,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         // takes the rest in any order.
         let own = (!queued.is_empty()).then(|| queued.swap_remove(0));
         let mut st = lock(&self.state);
-        self.push_queued(&mut st, queued);
-        st.reading -= 1;
-        st.held += done.bytes;
-        st.stats.largest_dir = st.stats.largest_dir.max(done.bytes);
-        st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
+        self.settle(&mut st, &done, queued, releaser);
         *lock(&slot.result) = Some(done);
-        if releaser {
-            st.releaser_reading = false;
-        }
         let at_head = is_head(&st.head, slot);
         if at_head && !releaser && st.releaser_reading && st.held <= self.order.window {
             st.head_ready = true;
