@@ -122,7 +122,7 @@ build_helpers() {
     mkdir -p "$bin"
     local name
     for name; do
-        ${helper_cc:-cc} -O2 -o "$bin/$name" "$repo/bench/$name.c"
+        ${helper_cc:-cc} -O2 -pthread -o "$bin/$name" "$repo/bench/$name.c"
     done
 }
 

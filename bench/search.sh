@@ -30,7 +30,7 @@ require hyperfine python3 cc fd
 fd=$(find_tool fd)
 bfs=$(find_tool bfs "apt-get install bfs") || bfs=
 
-build_helpers topipe
+build_helpers topipe roundtrip
 FND=$(release_binary fnd "${FND:-}")
 
 # case name, fnd/fd arguments, bfs arguments ('' when bfs has no equivalent)
@@ -75,13 +75,16 @@ for name in "${trees[@]}"; do
     run_case exec-batch-all "-t f -X true" ""
     run_own_case json "-l -u ." "--json -u ." "$((runs < 3 ? runs : 3))"
     # --sort on every core against the unsorted listing (goal: at most 1.15x).
+    # The sorted walk's threads share cache lines: the cores' round trip
+    # (bench/roundtrip) says whether the machine had them near or far.
     echo
-    echo "-- sorted, as ratios to fnd -u; peak RSS after"
+    echo "-- sorted, as ratios to fnd -u; peak RSS after; cores' round trip $("$bin/roundtrip") ns before"
     time_commands . "$work/sort.json" --style none --warmup 2 --runs "$runs" \
         -n "fnd -u" "$bin/topipe $FND -u" -n "fnd -u --sort name" "$bin/topipe $FND -u --sort name" \
         -n "fnd -u --sort path" "$bin/topipe $FND -u --sort path" -n "fnd -u --order dfs --sort name" "$bin/topipe $FND -u --order dfs --sort name"
     ratios --ref "fnd -u" "$work/sort.json" "$(peak_rss . "$FND -u")" "$(peak_rss . "$FND -u --sort name")" \
         "$(peak_rss . "$FND -u --sort path")" "$(peak_rss . "$FND -u --order dfs --sort name")"
+    echo "cores' round trip $("$bin/roundtrip") ns after"
 done
 echo
 echo "load average at the end: $(load)"
