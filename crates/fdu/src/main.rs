@@ -38,5 +38,8 @@ fn main() -> ExitCode {
         }
     }
     fnd_mpi::launch::alone_under_launcher();
+    // A bug that panics on one thread must not leave the others waiting
+    // (an MPI job's ranks abort the job instead: `fnd_mpi::World`).
+    fnd_walk::end_process_on_panic();
     fdu::run()
 }

@@ -9,7 +9,16 @@ use std::time::{Duration, Instant};
 /// Run `cmd` (stdin empty, stdout and stderr captured in full) and wait
 /// for it; kill it and panic, naming it `what`, past `limit`. A program
 /// that panicked fails the test whatever its status.
-pub fn run_to_end(mut cmd: Command, what: &str, limit: Duration) -> Output {
+pub fn run_to_end(cmd: Command, what: &str, limit: Duration) -> Output {
+    let out = run_within(cmd, what, limit);
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!text.contains("panicked"), "{what}: {text}");
+    out
+}
+
+/// [`run_to_end`], a panic of the program allowed (a test of what a panic
+/// does).
+pub fn run_within(mut cmd: Command, what: &str, limit: Duration) -> Output {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
     let drain = |mut r: Box<dyn Read + Send>| {
@@ -32,14 +41,11 @@ pub fn run_to_end(mut cmd: Command, what: &str, limit: Duration) -> Output {
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let out = Output {
+    Output {
         status,
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
-    };
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(!text.contains("panicked"), "{what}: {text}");
-    out
+    }
 }
 
 /// The pid of rank `rank` among the children of an Open MPI launcher

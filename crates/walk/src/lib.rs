@@ -112,6 +112,7 @@ pub mod meta;
 mod mounts;
 mod open;
 mod ordered;
+mod panics;
 #[cfg(feature = "mpi")]
 pub mod ranks;
 mod read;
@@ -132,6 +133,7 @@ pub use iter::{Chunks, Walk};
 pub use meta::{FileType, Metadata};
 pub use mounts::served_remotely;
 pub use ordered::{DirEvent, Held, Nest, TreeOrder, TreeVisitor, Within};
+pub use panics::end_process_on_panic;
 pub use settings::{Order, Sort};
 pub use visit::{Flow, Visitor};
 pub use walker::{Alone, Walker};
