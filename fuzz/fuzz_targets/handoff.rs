@@ -40,20 +40,38 @@ impl DirHook for Bytes {
     }
 }
 
+/// The small tree, made once in the fuzz build's directory and kept for
+/// every later run (a tree in the temporary directory per process was left
+/// behind by each run: libFuzzer ends with `exit`, no destructor runs).
+/// Made beside it and renamed into place: runs started together (`-jobs`)
+/// never see a tree half made.
+fn tree() -> PathBuf {
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/target/handoff-tree"));
+    if root.join("d/up").symlink_metadata().is_ok() {
+        return root;
+    }
+    let making = root.with_extension(std::process::id().to_string());
+    for dir in ["a/b/c", "a/.git", "d/e", ".git"] {
+        std::fs::create_dir_all(making.join(dir)).unwrap();
+    }
+    std::fs::write(making.join(".gitignore"), "*.o\n!keep.o\n").unwrap();
+    std::fs::write(making.join("a/.ignore"), "b/\n").unwrap();
+    std::fs::write(making.join("a/b/.gitignore"), "/c\n").unwrap();
+    std::os::unix::fs::symlink("../a", making.join("d/up")).unwrap();
+    if std::fs::rename(&making, &root).is_err() {
+        // Another run made it first.
+        std::fs::remove_dir_all(&making).unwrap();
+    }
+    root
+}
+
 /// A small tree with ignore files, and walks of it: with a chain of
 /// filters, with the ignore rules alone, without a filter; links followed
 /// or not.
 fn walks() -> &'static (PathBuf, Vec<WalkBuilder>) {
     static WALKS: OnceLock<(PathBuf, Vec<WalkBuilder>)> = OnceLock::new();
     WALKS.get_or_init(|| {
-        let root = std::env::temp_dir().join(format!("fnd-fuzz-handoff-{}", std::process::id()));
-        for dir in ["a/b/c", "a/.git", "d/e", ".git"] {
-            std::fs::create_dir_all(root.join(dir)).unwrap();
-        }
-        std::fs::write(root.join(".gitignore"), "*.o\n!keep.o\n").unwrap();
-        std::fs::write(root.join("a/.ignore"), "b/\n").unwrap();
-        std::fs::write(root.join("a/b/.gitignore"), "/c\n").unwrap();
-        let _ = std::os::unix::fs::symlink("../a", root.join("d/up"));
+        let root = tree();
         let walk = WalkBuilder::new(&root).add_root(root.join("a"));
         let rules = || Some(IgnoreBuilder::new());
         let walks = vec![
