@@ -130,13 +130,10 @@ impl ChunkBuf {
     }
 
     /// The chunk's buffers, emptied; its directory let go.
-    pub(crate) fn into_room(self) -> ChunkRoom {
+    pub(crate) fn into_room(mut self) -> ChunkRoom {
+        self.clear();
         let ChunkBuf { names, slots, meta, .. } = self;
-        let mut room = ChunkRoom { names, slots, meta };
-        room.names.clear();
-        room.slots.clear();
-        room.meta.clear();
-        room
+        ChunkRoom { names, slots, meta }
     }
 
     pub(crate) fn new(dir: Arc<Dir>) -> Self {
