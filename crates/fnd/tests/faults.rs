@@ -313,3 +313,47 @@ fn unreadable_entries_are_listed_and_errors_shown_only_when_asked() {
         assert_eq!(shown.status.code(), Some(0), "{order}");
     }
 }
+
+/// Under valgrind, which users debug and profile with: its vDSO is not one a
+/// program can parse itself (rustix faulted finding the CPU and the clock
+/// there), so the walk reads both through libc. One worker per allowed CPU
+/// (the parallel walk then pins them, asking which CPU it is on) and a
+/// sorted walk (which times its releases), each the same output as without.
+#[test]
+fn runs_under_valgrind_as_without() {
+    let Some(valgrind) = references::valgrind() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    for d in 0..6 {
+        let dir = tmp.path().join(format!("d{d}/e"));
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in 0..5 {
+            std::fs::write(dir.join(format!("f{f}")), b"x").unwrap();
+        }
+    }
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
+    for args in [&["-u", "-j", &cpus][..], &["-u", "-j", &cpus, "--sort", "name"]] {
+        let direct = run(fnd().args(args).current_dir(tmp.path()));
+        let under = valgrind
+            .command()
+            .args(["-q", "--error-exitcode=99", env!("CARGO_BIN_EXE_fnd")])
+            .args(args)
+            .current_dir(tmp.path())
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            under.status.success(),
+            "{args:?} under valgrind: {}",
+            String::from_utf8_lossy(&under.stderr)
+        );
+        let sorted = |out: &[u8]| {
+            let mut lines: Vec<Vec<u8>> = out.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+            lines.sort();
+            lines
+        };
+        assert_eq!(sorted(&under.stdout), sorted(&direct.stdout), "{args:?}");
+        // Six directories, each with a subdirectory of five files.
+        assert_eq!(direct.stdout.iter().filter(|&&b| b == b'\n').count(), 6 * 7, "{args:?}");
+    }
+}

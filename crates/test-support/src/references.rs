@@ -57,6 +57,9 @@ pub enum Tool {
     Strace,
     /// git, which makes the repositories the ignore rules depend on.
     Git,
+    /// valgrind, which runs the binaries on a CPU it emulates: what a user
+    /// debugging or profiling with it does.
+    Valgrind,
 }
 
 struct Spec {
@@ -159,6 +162,13 @@ impl Tool {
                 wanted: "git",
                 install: "apt-get install git",
                 accepts: |v| v.starts_with("git version "),
+            },
+            Tool::Valgrind => Spec {
+                program: "valgrind",
+                version_args: &["--version"],
+                wanted: "valgrind",
+                install: "apt-get install valgrind",
+                accepts: |v| v.starts_with("valgrind-"),
             },
         }
     }
@@ -396,6 +406,12 @@ pub fn git() -> Option<Reference> {
     require(Tool::Git)
 }
 
+/// valgrind (see [`require`]).
+#[track_caller]
+pub fn valgrind() -> Option<Reference> {
+    require(Tool::Valgrind)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -428,6 +444,7 @@ mod tests {
         assert!(!accepts(Tool::Mpirun, "HYDRA build details:"));
         assert!(accepts(Tool::Strace, "strace -- version 6.1"));
         assert!(accepts(Tool::Git, "git version 2.39.5"));
+        assert!(accepts(Tool::Valgrind, "valgrind-3.19.0"));
     }
 
     fn fd_missing() -> Missing {

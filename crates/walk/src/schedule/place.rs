@@ -28,7 +28,11 @@ impl Placement {
         if threads < 2 || threads != cpus.len() {
             return None;
         }
-        let here = rustix::thread::sched_getcpu();
+        // Through libc: rustix's vDSO lookup faults under valgrind (see
+        // `io::coarse_now`).
+        // SAFETY: no arguments; -1 on failure, which no CPU matches.
+        let here = unsafe { libc::sched_getcpu() };
+        let here = usize::try_from(here).unwrap_or(usize::MAX);
         if let Some(i) = cpus.iter().position(|&c| c == here) {
             cpus.rotate_left(i);
         }
