@@ -17,16 +17,17 @@
 //!
 //! Each directory read is one job with a key: its place in the release
 //! order (its parent's key and its own rank among the parent's items), so
-//! comparing keys compares places in the output. Pending jobs sit in one
-//! heap; a worker takes the smallest key, so the workers read ahead in the
-//! order the output needs. A directory read whole becomes a result: its
+//! comparing keys compares places in the output. Pending jobs wait in one
+//! frontier (a stack of runs, each a directory's subdirectories: see
+//! `frontier`); a worker takes the smallest key, so the workers read ahead
+//! in the order the output needs. A directory read whole becomes a result: its
 //! entries arranged ([`Within`]) and its subdirectories placed among them
 //! ([`Nest`]). One thread at a time (whichever deposited the result the
 //! output waited for) releases results in order to the consumer, until it
 //! meets a subdirectory not read yet: the *head*.
 //!
 //! While the results held exceed the window, workers take no job but the
-//! head's (which is then the smallest key in the heap: everything before
+//! head's (which is then the smallest key waiting: everything before
 //! it has been released), so the walk slows down to the pace of the output
 //! instead of growing. The head can always be read, so a full window never
 //! deadlocks.
@@ -34,10 +35,10 @@
 //! The parallel order's readers split a huge directory between threads
 //! and keep few directories pending by going depth-first per worker; this
 //! walk reads each directory on one thread and takes jobs in output order
-//! from one shared heap (one lock per directory).
+//! from one shared frontier (one lock per directory).
 
 use std::cmp::Ordering as CmpOrdering;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -48,6 +49,9 @@ use crate::io::Probe;
 use crate::read::{Job, Reader};
 use crate::settings::Shared;
 use crate::visit::{Flow, Visitor};
+
+mod frontier;
+use frontier::Frontier;
 
 /// How one directory's entries are ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -280,7 +284,7 @@ struct Scratch {
     unnamed: Vec<Job>,
     /// Subtrees placed after the entries, in their entries' order.
     after: Vec<Job>,
-    /// Subdirectories queued, pushed to the heap under one lock.
+    /// Subdirectories queued, pushed to the frontier under one lock.
     queued: Vec<Queued>,
     /// Room to sort a directory in (see [`arrange_entries`]).
     sorting: Sorting,
@@ -320,7 +324,7 @@ struct Slot {
     key: Key,
 }
 
-/// A place in the release order as one number, so that the heap compares
+/// A place in the release order as one number, so that the frontier compares
 /// two places with one instruction instead of walking up to their common
 /// ancestor: each rank from the root down gets an order-keeping,
 /// prefix-free code (for `v` = rank + 2 of `b` bits, `b - 1` ones, a zero
@@ -431,7 +435,7 @@ fn is_head(head: &Option<Arc<Slot>>, slot: &Slot) -> bool {
 }
 
 struct Queued {
-    /// The slot's key, here where the heap compares without a pointer.
+    /// The slot's key, here where the frontier compares without a pointer.
     key: Key,
     slot: Arc<Slot>,
     job: Job,
@@ -459,7 +463,8 @@ impl PartialOrd for Queued {
     }
 }
 impl Ord for Queued {
-    /// Reversed: the heap's top is the smallest key, the earliest output.
+    /// Reversed: the frontier's greatest is the smallest key, the earliest
+    /// output.
     fn cmp(&self, other: &Self) -> CmpOrdering {
         by_keys(other.key, self.key).unwrap_or_else(|| place_cmp(&other.slot, &self.slot))
     }
@@ -467,7 +472,8 @@ impl Ord for Queued {
 
 /// What the workers share, under one lock.
 struct State {
-    heap: BinaryHeap<Queued>,
+    /// The jobs waiting, the earliest in the output first.
+    waiting: Frontier<Queued>,
     /// Jobs being read.
     reading: usize,
     /// Bytes of results deposited and not released yet.
@@ -612,10 +618,11 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         .enumerate()
         .map(|(i, path)| Arc::new(Slot::new(None, i as u32, Some(Arc::from(&path[..])), 0, i)))
         .collect();
-    let mut heap = BinaryHeap::new();
-    for (i, slot) in roots.iter().enumerate() {
-        heap.push(Queued::new(slot.clone(), Job::root(i, &shared.roots[i])));
-    }
+    let mut waiting = Frontier::new();
+    let mut queued: Vec<Queued> = (roots.iter().enumerate())
+        .map(|(i, slot)| Queued::new(slot.clone(), Job::root(i, &shared.roots[i])))
+        .collect();
+    waiting.push_run(&mut queued);
     let first = roots.first().cloned();
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
     let walk = Ordered {
@@ -624,7 +631,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         order,
         lenient,
         state: Mutex::new(State {
-            heap,
+            waiting,
             reading: 0,
             held: 0,
             head: first,
@@ -843,7 +850,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// job at a time, however slow its reads).
     fn work_waits(&self) -> bool {
         let st = lock(&self.state);
-        st.sleepers == 0 && !st.heap.is_empty()
+        st.sleepers == 0 && !st.waiting.is_empty()
     }
 
     /// The next job to read: the smallest key, if the window has room or it
@@ -856,10 +863,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// `own`: the first subdirectory of the directory this worker just
     /// read, not queued yet. Read next when nothing queued comes before
     /// it (most often: a directory near the head has the earliest jobs),
-    /// it spares the heap a push and a pop, each a walk through lines the
-    /// other workers wrote last: on a machine that placed the two cores
-    /// far apart (a cache line's round trip 330 ns instead of 120), the
-    /// heap's compares and moves took a tenth of a sorted walk's user time.
+    /// it spares the frontier a push and a pop, each a touch of lines the
+    /// other workers wrote last (costly on a machine that placed the two
+    /// cores far apart: a cache line's round trip 330 ns instead of 120).
     fn next_job<'a>(
         &'a self,
         mut st: MutexGuard<'a, State>,
@@ -869,27 +875,27 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     ) -> Option<Queued> {
         loop {
             if self.shared.stopped() {
-                st.heap.clear();
+                st.waiting.clear();
                 wake_all(&self.wake, &st);
                 return None;
             }
             if let Some(mine) = own.take() {
-                // `>`: earlier in the output (the heap's order is reversed).
-                let first = st.heap.peek().is_none_or(|top| mine > *top);
+                // `>`: earlier in the output (the order is reversed).
+                let first = st.waiting.peek().is_none_or(|top| mine > *top);
                 if first && (st.held <= self.order.window || is_head(&st.head, &mine.slot)) {
                     st.reading += 1;
                     st.releaser_reading |= releaser;
                     return Some(mine);
                 }
-                st.heap.push(mine);
+                st.waiting.push(mine);
                 if st.sleepers > 0 {
                     self.wake.notify_one();
                 }
             }
-            if let Some(top) = st.heap.peek() {
+            if let Some(top) = st.waiting.peek() {
                 let is_head = is_head(&st.head, &top.slot);
                 if st.held <= self.order.window || is_head {
-                    let q = st.heap.pop().expect("peeked");
+                    let q = st.waiting.pop().expect("peeked");
                     st.reading += 1;
                     st.releaser_reading |= releaser;
                     return Some(q);
@@ -906,7 +912,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 st = lock(&self.state);
                 continue;
             }
-            if st.heap.is_empty() && st.reading == 0 {
+            if st.waiting.is_empty() && st.reading == 0 {
                 wake_all(&self.wake, &st);
                 return None;
             }
@@ -1126,11 +1132,11 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         Item::Sub(slot)
     }
 
-    /// Put the `queued` jobs of one directory in the heap (`st`: the
+    /// Put the `queued` jobs of one directory in the frontier (`st`: the
     /// state, locked), waking a sleeper for each.
     fn push_queued(&self, st: &mut State, queued: &mut Vec<Queued>) {
         let n = queued.len();
-        st.heap.extend(queued.drain(..));
+        st.waiting.push_run(queued);
         for _ in 0..n.min(st.sleepers) {
             self.wake.notify_one();
         }
@@ -1169,9 +1175,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         probe: &mut Probe,
         releaser: bool,
     ) -> Option<Queued> {
-        // The first subdirectory (ranks are queued in order); the heap
-        // takes the rest in any order.
-        let own = (!queued.is_empty()).then(|| queued.swap_remove(0));
+        // The first subdirectory (ranks are queued in order); the rest
+        // stay in order, a run of the frontier.
+        let own = (!queued.is_empty()).then(|| queued.remove(0));
         let mut st = lock(&self.state);
         self.settle(&mut st, &done, queued, releaser);
         *lock(&slot.result) = Some(done);
