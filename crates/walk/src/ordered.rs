@@ -221,6 +221,9 @@ struct Done {
 struct Spares {
     chunks: Vec<ChunkRoom>,
     items: Vec<Vec<Item>>,
+    /// A worker's own: asks to skip before the shared ones are looked at
+    /// again, after they were found empty (they come back in batches).
+    dry: u32,
 }
 
 /// A release longer than this drops the I/O probe's window (see
@@ -248,6 +251,11 @@ impl Spares {
             debug_assert!(items.is_empty());
             self.items.push(items);
         }
+    }
+
+    /// Whether a batch is here to give back.
+    fn batch_ready(&self) -> bool {
+        self.chunks.len() >= SPARES_BATCH || self.items.len() >= SPARES_BATCH
     }
 
     /// Move up to [`SPARES_BATCH`] of each kind from `from`.
@@ -1107,7 +1115,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// a batch from the shared ones when they run out.
     fn spare_chunk(&self, local: &mut Spares) -> Option<ChunkRoom> {
         if local.chunks.is_empty() {
-            local.take_from(&mut lock(&self.spares));
+            self.refill(local);
         }
         local.chunks.pop()
     }
@@ -1115,9 +1123,24 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// An empty item list, a spare one if there is one.
     fn spare_items(&self, local: &mut Spares) -> Vec<Item> {
         if local.items.is_empty() {
-            local.take_from(&mut lock(&self.spares));
+            self.refill(local);
         }
         local.items.pop().unwrap_or_default()
+    }
+
+    /// Take a batch of the shared spares into `local`, unless they were
+    /// found empty a few asks ago: they come back [`SPARES_BATCH`] at a
+    /// time, and a lock per directory to find none cost as much as the
+    /// buffer it would have saved.
+    fn refill(&self, local: &mut Spares) {
+        if local.dry > 0 {
+            local.dry -= 1;
+            return;
+        }
+        local.take_from(&mut lock(&self.spares));
+        if local.chunks.is_empty() && local.items.is_empty() {
+            local.dry = SPARES_BATCH as u32 / 2;
+        }
     }
 
     /// A subdirectory of `parent`'s result at item `rank`, its job added
@@ -1253,6 +1276,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 }
                 if let Some((items, _)) = cursor.stack.pop() {
                     cursor.spares.keep_items(items.into());
+                    if cursor.spares.batch_ready() {
+                        self.give_back(&mut cursor.spares);
+                    }
                 }
                 continue;
             };
@@ -1264,7 +1290,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                     }
                     stop = cursor.visitor.entries(&buf) == Flow::Stop;
                     cursor.spares.keep_chunk(buf);
-                    if cursor.spares.chunks.len() >= SPARES_BATCH {
+                    if cursor.spares.batch_ready() {
                         self.give_back(&mut cursor.spares);
                     }
                 }
@@ -1294,8 +1320,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                             st.held -= freed.min(st.held);
                             wake_all(&self.wake, &st);
                             drop(st);
-                            // The cursor is still locked: the next release waits.
-                            self.give_back(&mut cursor.spares);
+                            // The cursor is still locked: the next release
+                            // waits. Its spares go back a batch at a time
+                            // (above), not at each stop: most releases stop
+                            // after one directory.
                             // The subtree's place, kept for whoever goes on.
                             items.push_front(Item::Sub(sub));
                             return;
