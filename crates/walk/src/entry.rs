@@ -446,8 +446,8 @@ impl<'a> Chunk<'a> {
     }
 
     /// [`take`](Self::take) into the buffers of `into` (the ordered walk
-    /// recycles the buffers its consumer is done with), room made to the
-    /// entries' exact size where it lacks. The reader keeps its own
+    /// recycles the buffers its consumer is done with), room made where it
+    /// lacks (see [`room_for`]). The reader keeps its own
     /// buffers, as with `take`: given the recycled ones in their place
     /// instead, it grew them again by `realloc` in four reads of five on
     /// /usr.
@@ -462,11 +462,11 @@ impl<'a> Chunk<'a> {
             std::mem::swap(buf, &mut into);
             return into;
         }
-        into.names.reserve_exact(buf.names.len());
+        room_for(&mut into.names, buf.names.len());
         into.names.extend_from_slice(&buf.names);
-        into.slots.reserve_exact(buf.slots.len());
+        room_for(&mut into.slots, buf.slots.len());
         into.slots.extend_from_slice(&buf.slots);
-        into.meta.reserve_exact(buf.meta.len());
+        room_for(&mut into.meta, buf.meta.len());
         into.meta.extend_from_slice(&buf.meta);
         buf.clear();
         into
@@ -488,6 +488,18 @@ impl<'a> Chunk<'a> {
 /// Entries past which [`Chunk::take_into`] moves a chunk's buffers out
 /// instead of copying them.
 const TAKE_WHOLE_ABOVE: usize = 4096;
+
+/// Make `v` (empty) room for `n`: a buffer too small is replaced, not grown,
+/// by one of `n` or twice its room, whichever is more, so that recycled
+/// buffers soon fit the directories they meet. `realloc` copies what the
+/// buffer held and took some 700 instructions a call: with exact room,
+/// 8,900 calls on /usr, 3% of a sorted walk's user instructions.
+fn room_for<T>(v: &mut Vec<T>, n: usize) {
+    debug_assert!(v.is_empty());
+    if v.capacity() < n {
+        *v = Vec::with_capacity(n.max(2 * v.capacity()));
+    }
+}
 
 /// A borrowed view of one entry of a [`Chunk`] or a [`ChunkBuf`].
 ///

@@ -501,6 +501,10 @@ struct State {
     stats: Held,
 }
 
+/// Levels of the release stack above which an open directory's list of
+/// what is left is kept no larger than it needs (see `Cursor::enter`).
+const SHRINK_BELOW: usize = 16;
+
 /// The release position: a stack of directories being handed out.
 struct Cursor<'v, V> {
     visitor: &'v mut V,
@@ -523,18 +527,23 @@ impl<V: TreeVisitor> Cursor<'_, V> {
     /// Enter `slot` (a subdirectory of the innermost open one, or a root)
     /// with `items` to release in it.
     fn enter(&mut self, slot: Arc<Slot>, items: VecDeque<Item>) -> Flow {
+        let levels = self.stack.len();
         if let Some((parent_items, _)) = self.stack.last_mut() {
             // Nothing more to release there (this subtree was its last
             // item): its room would stay allocated on every level of a
             // chain, so it goes back to the spares.
             if parent_items.is_empty() {
                 self.spares.keep_items(std::mem::take(parent_items).into());
-            } else if parent_items.capacity() > 2 * parent_items.len() {
+            } else if parent_items.capacity() > 2 * parent_items.len()
+                && (levels > SHRINK_BELOW || parent_items.capacity() > 2 * SHRINK_BELOW)
+            {
                 // What is left to release there waits until this subtree
                 // is out, on every level of a chain: no more room than it
                 // needs (880 bytes a level held 91 MB at 100,000 levels).
                 // Only once it is down to half: a wide directory is not
-                // copied per child.
+                // copied per child. Not near the top, where a few small
+                // lists waste little: there the `realloc` was one
+                // directory entered in five on /usr.
                 parent_items.shrink_to_fit();
             }
         }
@@ -936,6 +945,13 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     fn arrange(&self, slot: &Arc<Slot>, mut items: Vec<Item>, children: &mut Vec<Job>, scratch: &mut Scratch) -> Done {
         // The root's own entry (depth 0) and errors keep their place in front.
         let mut out = self.spare_items(&mut scratch.spares);
+        // Room for what most results hold at most: each chunk and error, a
+        // subdirectory and a cut of its run each. Grown by pushes, a new
+        // list took a `realloc` or two in one directory of five on /usr.
+        let most = items.len() + 2 * children.len();
+        if out.capacity() < most {
+            out = Vec::with_capacity(most);
+        }
         let mut chunks = std::mem::take(&mut scratch.chunks);
         for item in items.drain(..) {
             match item {
