@@ -47,6 +47,7 @@ use crate::entry::{Chunk, ChunkBuf, ChunkRoom};
 use crate::error::Error;
 use crate::io::Probe;
 use crate::read::{Job, Reader};
+use crate::schedule::place::{Pinned, Placement};
 use crate::settings::Shared;
 use crate::visit::{Flow, Visitor};
 
@@ -602,6 +603,8 @@ struct Ordered<'s, 'v, V> {
     wake: Condvar,
     cursor: Mutex<Cursor<'v, V>>,
     spares: Mutex<Spares>,
+    /// A CPU each for the workers at the start (as the parallel pool's).
+    placement: Option<Placement>,
 }
 
 /// Wake every waiting worker, if one waits (`st`: the state, locked).
@@ -668,15 +671,16 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
             spares: Spares::default(),
         }),
         spares: Mutex::new(Spares::default()),
+        placement: Placement::new(shared.settings.threads.max(1)),
     };
     let threads = shared.settings.threads.max(1);
     std::thread::scope(|scope| {
         let walk = &walk;
-        for _ in 1..threads {
+        for i in 1..threads {
             // A thread refused is a worker fewer: the walk goes on with the rest.
-            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work(scope, false, false));
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work(scope, Some(i), false));
         }
-        walk.work(scope, false, true);
+        walk.work(scope, Some(0), true);
     });
     let stats = lock(&walk.state).stats;
     stats
@@ -803,7 +807,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// in flight. `added`: this worker was added so, and holds a budget share.
     /// `releaser`: this worker hands results to the consumer (see
     /// [`deposit`](Self::deposit)).
-    fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, added: bool, releaser: bool) {
+    fn work<'s>(&'s self, scope: &'s std::thread::Scope<'s, '_>, cpu_worker: Option<usize>, releaser: bool) {
+        let added = cpu_worker.is_none();
+        let mut pinned = (self.placement.as_ref()).and_then(|p| cpu_worker.map(|me| p.pin(me)));
         let mut reader = Reader::new();
         let mut children = Vec::new();
         let mut scratch = Scratch::default();
@@ -828,11 +834,14 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
+            if pinned.as_mut().is_some_and(Pinned::read_one) {
+                pinned = None;
+            }
             if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
                     let spawned =
-                        std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, true, false));
+                        std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, None, false));
                     if spawned.is_err() {
                         self.shared.budget.release_workers(1);
                         self.workers.fetch_sub(1, AtomicOrdering::AcqRel);

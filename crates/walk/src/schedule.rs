@@ -35,7 +35,7 @@
 
 mod growth;
 pub(crate) mod handoff;
-mod place;
+pub(crate) mod place;
 mod pool;
 #[cfg(feature = "mpi")]
 pub(crate) mod ranks;

@@ -15,14 +15,14 @@ const PLACED_DIRS: u32 = 512;
 /// gain (as did 5 ms), so a busy CPU holds a worker only briefly. Only when
 /// there are as many allowed CPUs as workers: with fewer workers (`-j`),
 /// pinning would crowd every process onto the same first CPUs.
-pub(super) struct Placement {
+pub(crate) struct Placement {
     allowed: CpuSet,
     /// The allowed CPUs, the calling thread's first (no move for it).
     cpus: Vec<usize>,
 }
 
 impl Placement {
-    pub(super) fn new(threads: usize) -> Option<Placement> {
+    pub(crate) fn new(threads: usize) -> Option<Placement> {
         let allowed = rustix::thread::sched_getaffinity(None).ok()?;
         let mut cpus: Vec<usize> = (0..CpuSet::MAX_CPU).filter(|&c| allowed.is_set(c)).collect();
         if threads < 2 || threads != cpus.len() {
@@ -40,7 +40,7 @@ impl Placement {
     }
 
     /// Pin the calling thread, CPU worker number `me`, to its CPU.
-    pub(super) fn pin(&self, me: usize) -> Pinned<'_> {
+    pub(crate) fn pin(&self, me: usize) -> Pinned<'_> {
         let mut one = CpuSet::new();
         one.set(self.cpus[me % self.cpus.len()]);
         // A failure leaves the thread where the kernel put it: no harm.
@@ -53,14 +53,14 @@ impl Placement {
 }
 
 /// A worker's stay on its CPU: the thread is set free when this is dropped.
-pub(super) struct Pinned<'a> {
+pub(crate) struct Pinned<'a> {
     placement: &'a Placement,
     dirs_left: u32,
 }
 
 impl Pinned<'_> {
     /// Count a directory read; true when the stay is over.
-    pub(super) fn read_one(&mut self) -> bool {
+    pub(crate) fn read_one(&mut self) -> bool {
         self.dirs_left -= 1;
         self.dirs_left == 0
     }
