@@ -13,6 +13,10 @@
 //! thousands, whose compares read lines the other workers wrote last (a
 //! tenth of a sorted walk's user time on /usr, with the two cores far
 //! apart).
+//!
+//! Each run remembers who queued it, and a worker may take the earliest of
+//! its own runs instead of the earliest of all. A run is still taken from
+//! its front, whoever takes it, so runs never come to interleave.
 
 /// Emptied runs kept for the next pushes, at most.
 const SPARE_RUNS: usize = 64;
@@ -23,6 +27,8 @@ pub(super) struct Frontier<T> {
     /// Each run ascending (its greatest last); the runs sorted by their
     /// greatest, the greatest of all on top (last). No run is empty.
     runs: Vec<Vec<T>>,
+    /// Who queued each run (the same index as `runs`).
+    owners: Vec<usize>,
     /// Emptied runs, their room kept.
     spare: Vec<Vec<T>>,
 }
@@ -31,6 +37,7 @@ impl<T: Ord> Frontier<T> {
     pub(super) fn new() -> Self {
         Frontier {
             runs: Vec::new(),
+            owners: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -46,25 +53,37 @@ impl<T: Ord> Frontier<T> {
 
     /// Take the greatest job.
     pub(super) fn pop(&mut self) -> Option<T> {
-        let run = self.runs.last_mut()?;
+        let top = self.runs.len().checked_sub(1)?;
+        self.pop_at(top)
+    }
+
+    /// Take the greatest job of the runs `owner` queued, if any.
+    pub(super) fn pop_own(&mut self, owner: usize) -> Option<T> {
+        let at = self.owners.iter().rposition(|&o| o == owner)?;
+        self.pop_at(at)
+    }
+
+    fn pop_at(&mut self, at: usize) -> Option<T> {
+        let run = &mut self.runs[at];
         let job = run.pop();
         if run.is_empty() {
-            let run = self.runs.pop().expect("the top run");
+            let run = self.runs.remove(at);
+            self.owners.remove(at);
             self.keep(run);
         }
         job
     }
 
     /// Queue one job, a run of its own.
-    pub(super) fn push(&mut self, job: T) {
+    pub(super) fn push(&mut self, job: T, owner: usize) {
         let mut run = self.spare.pop().unwrap_or_default();
         run.push(job);
-        self.insert(run);
+        self.insert(run, owner);
     }
 
     /// Queue the jobs of `run`, given greatest first, which must not
     /// interleave with any run waiting. `run` is left empty, with room.
-    pub(super) fn push_run(&mut self, run: &mut Vec<T>) {
+    pub(super) fn push_run(&mut self, run: &mut Vec<T>, owner: usize) {
         if run.is_empty() {
             return;
         }
@@ -72,11 +91,12 @@ impl<T: Ord> Frontier<T> {
         let mut taken = self.spare.pop().unwrap_or_default();
         std::mem::swap(run, &mut taken);
         taken.reverse();
-        self.insert(taken);
+        self.insert(taken, owner);
     }
 
     /// Drop every job.
     pub(super) fn clear(&mut self) {
+        self.owners.clear();
         while let Some(mut run) = self.runs.pop() {
             run.clear();
             self.keep(run);
@@ -84,7 +104,7 @@ impl<T: Ord> Frontier<T> {
     }
 
     /// Put `run` (ascending, not empty) where its greatest sorts.
-    fn insert(&mut self, run: Vec<T>) {
+    fn insert(&mut self, run: Vec<T>, owner: usize) {
         let head = run.last().expect("no empty run");
         let mut at = self.runs.len();
         while at > 0 && self.runs[at - 1].last().expect("no empty run") > head {
@@ -99,6 +119,7 @@ impl<T: Ord> Frontier<T> {
             "a run above is wholly greater"
         );
         self.runs.insert(at, run);
+        self.owners.insert(at, owner);
     }
 
     fn keep(&mut self, run: Vec<T>) {
@@ -148,7 +169,7 @@ mod tests {
         let mut frontier = Frontier::new();
         let mut heap = BinaryHeap::new();
         let root = Place(vec![0]);
-        frontier.push(root.clone());
+        frontier.push(root.clone(), 0);
         heap.push(root);
         let (mut in_flight, mut from_heap) = (Vec::new(), Vec::new());
         let mut order = Vec::new();
@@ -172,7 +193,7 @@ mod tests {
                 run.push(Place(c.clone()));
                 heap.push(Place(c));
             }
-            frontier.push_run(&mut run);
+            frontier.push_run(&mut run, 0);
             from_heap.push(done);
         }
         assert!(frontier.is_empty() && heap.is_empty());
@@ -190,12 +211,28 @@ mod tests {
     }
 
     #[test]
+    fn an_owner_takes_its_own_first_and_the_rest_stays_in_order() {
+        let mut f = Frontier::new();
+        let p = |v: &[u32]| Place(v.to_vec());
+        // 0 queued [0,1] and [0,2]; 1 read [0,1] and queued its children.
+        f.push_run(&mut vec![p(&[0, 1]), p(&[0, 2])], 0);
+        assert_eq!(f.pop_own(0), Some(p(&[0, 1])));
+        f.push_run(&mut vec![p(&[0, 1, 0]), p(&[0, 1, 1])], 1);
+        f.push(p(&[0, 3]), 0);
+        assert_eq!(f.pop_own(0), Some(p(&[0, 2])));
+        assert_eq!(f.pop_own(1), Some(p(&[0, 1, 0])));
+        assert_eq!(f.pop_own(2), None);
+        let rest: Vec<Place> = std::iter::from_fn(|| f.pop()).collect();
+        assert_eq!(rest, [p(&[0, 1, 1]), p(&[0, 3])]);
+    }
+
+    #[test]
     fn one_job_alone_and_clear() {
         let mut f = Frontier::new();
         let mut run = vec![Place(vec![0, 1]), Place(vec![0, 2])];
-        f.push_run(&mut run);
+        f.push_run(&mut run, 0);
         assert!(run.is_empty());
-        f.push(Place(vec![0, 0]));
+        f.push(Place(vec![0, 0]), 0);
         assert_eq!(f.peek(), Some(&Place(vec![0, 0])));
         assert_eq!(f.pop(), Some(Place(vec![0, 0])));
         assert_eq!(f.pop(), Some(Place(vec![0, 1])));
