@@ -503,6 +503,10 @@ struct State {
     stats: Held,
 }
 
+/// The share of the window the releasing worker lets gather before it
+/// releases what the others read (see `Ordered::deposit`).
+const RELEASE_BATCH_SHARE: usize = 32;
+
 /// The share of the window (a quarter) under which workers read their own
 /// subdirectories first (see `Ordered::next_job`).
 const OWN_FIRST_SHARE: usize = 4;
@@ -1238,9 +1242,13 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// futex calls on /usr, the parallel walk 20).
     ///
     /// One worker, the `releaser`, hands out the results the others read
-    /// whenever it can: the consumer's buffers, the cursor and the path
-    /// stay in one core's cache, where a release by whichever worker
-    /// deposited the head moved them from core to core. Another worker
+    /// once they hold a [`RELEASE_BATCH_SHARE`]th of the window (or when
+    /// it has nothing to read): released one directory at a time, each
+    /// release passed the state's and the head's lines between the cores
+    /// for one directory's entries. One worker releasing, the consumer's
+    /// buffers, the cursor and the path stay in one core's cache, where a
+    /// release by whichever worker deposited the head moved them from core
+    /// to core. Another worker
     /// releases only when the releaser is not reading (it waits for a job,
     /// or is gone) or the window is full.
     fn deposit(
@@ -1263,7 +1271,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         // reads and the window has room.
         let left = at_head && !releaser && st.releaser_reading && st.held <= self.order.window;
         st.head_ready |= left;
-        let ready = at_head || (releaser && st.head_ready);
+        let ready = at_head || (releaser && st.head_ready && st.held >= self.order.window / RELEASE_BATCH_SHARE);
         if st.releasing || !ready || left {
             return self.next_job(st, probe, releaser, me, own);
         }
