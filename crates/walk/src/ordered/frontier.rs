@@ -24,11 +24,10 @@ const SPARE_RUNS: usize = 64;
 /// Jobs in runs, popped greatest first (as [`std::collections::BinaryHeap`]),
 /// for runs that never interleave (see the module's text).
 pub(super) struct Frontier<T> {
-    /// Each run ascending (its greatest last); the runs sorted by their
+    /// Each run ascending (its greatest last) with who queued it (one
+    /// buffer for both: a pop reads one line fewer); the runs sorted by their
     /// greatest, the greatest of all on top (last). No run is empty.
-    runs: Vec<Vec<T>>,
-    /// Who queued each run (the same index as `runs`).
-    owners: Vec<usize>,
+    runs: Vec<(usize, Vec<T>)>,
     /// Emptied runs, their room kept.
     spare: Vec<Vec<T>>,
 }
@@ -37,7 +36,6 @@ impl<T: Ord> Frontier<T> {
     pub(super) fn new() -> Self {
         Frontier {
             runs: Vec::new(),
-            owners: Vec::new(),
             spare: Vec::new(),
         }
     }
@@ -48,7 +46,7 @@ impl<T: Ord> Frontier<T> {
 
     /// The greatest job.
     pub(super) fn peek(&self) -> Option<&T> {
-        self.runs.last().and_then(|run| run.last())
+        self.runs.last().and_then(|(_, run)| run.last())
     }
 
     /// Take the greatest job.
@@ -59,16 +57,15 @@ impl<T: Ord> Frontier<T> {
 
     /// Take the greatest job of the runs `owner` queued, if any.
     pub(super) fn pop_own(&mut self, owner: usize) -> Option<T> {
-        let at = self.owners.iter().rposition(|&o| o == owner)?;
+        let at = self.runs.iter().rposition(|&(o, _)| o == owner)?;
         self.pop_at(at)
     }
 
     fn pop_at(&mut self, at: usize) -> Option<T> {
-        let run = &mut self.runs[at];
+        let run = &mut self.runs[at].1;
         let job = run.pop();
         if run.is_empty() {
-            let run = self.runs.remove(at);
-            self.owners.remove(at);
+            let (_, run) = self.runs.remove(at);
             self.keep(run);
         }
         job
@@ -96,8 +93,7 @@ impl<T: Ord> Frontier<T> {
 
     /// Drop every job.
     pub(super) fn clear(&mut self) {
-        self.owners.clear();
-        while let Some(mut run) = self.runs.pop() {
+        while let Some((_, mut run)) = self.runs.pop() {
             run.clear();
             self.keep(run);
         }
@@ -107,19 +103,18 @@ impl<T: Ord> Frontier<T> {
     fn insert(&mut self, run: Vec<T>, owner: usize) {
         let head = run.last().expect("no empty run");
         let mut at = self.runs.len();
-        while at > 0 && self.runs[at - 1].last().expect("no empty run") > head {
+        while at > 0 && self.runs[at - 1].1.last().expect("no empty run") > head {
             at -= 1;
         }
         debug_assert!(
-            at == 0 || self.runs[at - 1].last() < run.first(),
+            at == 0 || self.runs[at - 1].1.last() < run.first(),
             "a run below is wholly less"
         );
         debug_assert!(
-            at == self.runs.len() || self.runs[at].first() > run.last(),
+            at == self.runs.len() || self.runs[at].1.first() > run.last(),
             "a run above is wholly greater"
         );
-        self.runs.insert(at, run);
-        self.owners.insert(at, owner);
+        self.runs.insert(at, (owner, run));
     }
 
     fn keep(&mut self, run: Vec<T>) {
