@@ -1128,10 +1128,22 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         for buf in chunks.drain(..) {
             let mut start = 0;
             for i in 0..buf.len() {
+                if next == subs.len() {
+                    break;
+                }
                 let e = buf.get(i);
+                let (name, dir) = (e.name_bytes(), is_dir_entry(&e));
+                // Keys compared by their first eight bytes, as sorted: the
+                // names only where these tie (a `memcmp` an entry was 1.6 M
+                // of a path-sorted walk's 228 M user instructions on /usr).
+                let key = name_prefix(name, dir);
                 // Subtrees whose `name/` sorts before this entry's key.
                 while let Some(sub) = subs.get_mut(next) {
-                    if path_cmp(&sub.name, true, e.name_bytes(), is_dir_entry(&e)) != CmpOrdering::Less {
+                    let before = match sub.prefix.cmp(&key) {
+                        CmpOrdering::Equal => path_cmp(&sub.name, true, name, dir) == CmpOrdering::Less,
+                        order => order == CmpOrdering::Less,
+                    };
+                    if !before {
                         break;
                     }
                     next += 1;
