@@ -494,7 +494,7 @@ const TAKE_WHOLE_ABOVE: usize = 4096;
 /// buffers soon fit the directories they meet. `realloc` copies what the
 /// buffer held and took some 700 instructions a call: with exact room,
 /// 8,900 calls on /usr, 3% of a sorted walk's user instructions.
-fn room_for<T>(v: &mut Vec<T>, n: usize) {
+pub(crate) fn room_for<T>(v: &mut Vec<T>, n: usize) {
     debug_assert!(v.is_empty());
     if v.capacity() < n {
         *v = Vec::with_capacity(n.max(2 * v.capacity()));

@@ -21,9 +21,9 @@
 //! frontier (a stack of runs, each a directory's subdirectories: see
 //! `frontier`); a worker takes the smallest key, so the workers read ahead
 //! in the order the output needs (while little is held, the smallest of
-//! its own subdirectories first: see `Ordered::next_job`). A directory read whole becomes a result: its
-//! entries arranged ([`Within`]) and its subdirectories placed among them
-//! ([`Nest`]). One thread at a time (whichever deposited the result the
+//! its own subdirectories first: see `Ordered::next_job`). A directory
+//! read whole becomes a result: its entries arranged ([`Within`]) and its
+//! subdirectories placed among them ([`Nest`]). One thread at a time (whichever deposited the result the
 //! output waited for) releases results in order to the consumer, until it
 //! meets a subdirectory not read yet: the *head*.
 //!
@@ -44,11 +44,11 @@ use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::dir::Dir;
-use crate::entry::{Chunk, ChunkBuf, ChunkRoom};
+use crate::entry::{room_for, Chunk, ChunkBuf, ChunkRoom};
 use crate::error::Error;
 use crate::io::Probe;
 use crate::read::{Job, Reader};
-use crate::schedule::place::{Pinned, Placement};
+use crate::schedule::place::{self, Placement};
 use crate::settings::Shared;
 use crate::visit::{Flow, Visitor};
 
@@ -503,6 +503,15 @@ struct State {
     stats: Held,
 }
 
+impl State {
+    /// `job` is read next, by the releasing worker if `releaser`.
+    fn start_read(&mut self, job: Queued, releaser: bool) -> Queued {
+        self.reading += 1;
+        self.releaser_reading |= releaser;
+        job
+    }
+}
+
 /// The share of the window the releasing worker lets gather before it
 /// releases what the others read (see `Ordered::deposit`).
 const RELEASE_BATCH_SHARE: usize = 32;
@@ -847,9 +856,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streamed_all_it_can: false,
             };
             reader.read(self.shared, job, &mut collect, &mut children, None);
-            if pinned.as_mut().is_some_and(Pinned::read_one) {
-                pinned = None;
-            }
+            place::count_read(&mut pinned);
             if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
@@ -934,9 +941,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 // `>`: earlier in the output (the order is reversed).
                 let first = own_first || st.waiting.peek().is_none_or(|top| mine > *top);
                 if first && (st.held <= self.order.window || is_head(&st.head, &mine.slot)) {
-                    st.reading += 1;
-                    st.releaser_reading |= releaser;
-                    return Some(mine);
+                    return Some(st.start_read(mine, releaser));
                 }
                 st.waiting.push(mine, me);
                 if st.sleepers > 0 {
@@ -945,18 +950,14 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
             if own_first {
                 if let Some(q) = st.waiting.pop_own(me) {
-                    st.reading += 1;
-                    st.releaser_reading |= releaser;
-                    return Some(q);
+                    return Some(st.start_read(q, releaser));
                 }
             }
             if let Some(top) = st.waiting.peek() {
                 let is_head = is_head(&st.head, &top.slot);
                 if st.held <= self.order.window || is_head {
                     let q = st.waiting.pop().expect("peeked");
-                    st.reading += 1;
-                    st.releaser_reading |= releaser;
-                    return Some(q);
+                    return Some(st.start_read(q, releaser));
                 }
             }
             if st.head_ready && !st.releasing {
@@ -989,10 +990,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         // Room for what most results hold at most: each chunk and error, a
         // subdirectory and a cut of its run each. Grown by pushes, a new
         // list took a `realloc` or two in one directory of five on /usr.
-        let most = items.len() + 2 * children.len();
-        if out.capacity() < most {
-            out = Vec::with_capacity(most);
-        }
+        room_for(&mut out, items.len() + 2 * children.len());
         let mut chunks = std::mem::take(&mut scratch.chunks);
         for item in items.drain(..) {
             match item {
@@ -1260,9 +1258,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// for one directory's entries. One worker releasing, the consumer's
     /// buffers, the cursor and the path stay in one core's cache, where a
     /// release by whichever worker deposited the head moved them from core
-    /// to core. Another worker
-    /// releases only when the releaser is not reading (it waits for a job,
-    /// or is gone) or the window is full.
+    /// to core. Another worker releases only when the releaser is not
+    /// reading (it waits for a job, or is gone) or the window is full.
     fn deposit(
         &self,
         slot: &Arc<Slot>,
@@ -1734,10 +1731,11 @@ const MOVED: u32 = 1 << 31;
 /// room for a copy. Up to [`KEEP_SORT_ROOM`] entries, through a copy: each
 /// entry is then a load independent of the others, where following the
 /// permutation's cycles is a chain of dependent loads (on /usr, 305 of
-/// the 1,399 samples one thread's sorted walk had in this file). Past it, where it lies, one cycle at a time,
-/// marking each position of `order` [`MOVED`] and clearing the marks after:
-/// a directory of a million entries sorted through a copy held 24 MiB more
-/// for its slots and 96 MiB more for its metadata.
+/// the 1,399 samples one thread's sorted walk had in this file). Past it,
+/// where it lies, one cycle at a time, marking each position of `order`
+/// [`MOVED`] and clearing the marks after: a directory of a million
+/// entries sorted through a copy held 24 MiB more for its slots and 96 MiB
+/// more for its metadata.
 fn permute<T: Copy>(v: &mut [T], order: &mut [(u64, u32)], room: &mut Vec<T>) {
     debug_assert!(v.len() < MOVED as usize);
     if v.len() <= KEEP_SORT_ROOM {

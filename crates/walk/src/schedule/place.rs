@@ -1,4 +1,5 @@
-//! Placing a pool's CPU workers one per CPU at the start of a walk.
+//! Placing a walk's CPU workers one per CPU at the start of a walk (the
+//! pool's, and the ordered walk's).
 
 use rustix::thread::CpuSet;
 
@@ -58,9 +59,17 @@ pub(crate) struct Pinned<'a> {
     dirs_left: u32,
 }
 
+/// Count a directory read by a worker that may be `pinned`: set free once
+/// its stay is over.
+pub(crate) fn count_read(pinned: &mut Option<Pinned<'_>>) {
+    if pinned.as_mut().is_some_and(Pinned::read_one) {
+        *pinned = None;
+    }
+}
+
 impl Pinned<'_> {
     /// Count a directory read; true when the stay is over.
-    pub(crate) fn read_one(&mut self) -> bool {
+    fn read_one(&mut self) -> bool {
         self.dirs_left -= 1;
         self.dirs_left == 0
     }

@@ -10,7 +10,7 @@ use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 
 use super::growth::Depth;
 use super::handoff::Handoff;
-use super::place::{Pinned, Placement};
+use super::place::{self, Placement};
 use super::SHALLOW_FRONTIER;
 use crate::io::Probe;
 use crate::read::{Job, Reader};
@@ -474,9 +474,7 @@ fn work<V: Visitor, R: Remote>(
                 };
                 let flow = reader.read(shared, job, &mut visitor, &mut children, Some(&mut share));
                 let waits_on_io = probe.finish();
-                if pinned.as_mut().is_some_and(Pinned::read_one) {
-                    pinned = None;
-                }
+                place::count_read(&mut pinned);
                 if flow == Flow::Stop {
                     // A visitor's error() can ask to stop without the reader
                     // having raised the flag; without it the other workers
