@@ -219,7 +219,7 @@ impl Reader {
         };
         let parent = if is_root { None } else { Some(job.parent.clone()) };
         if let Some(parent) = &parent {
-            if settings.same_file_system && dev != parent.root_dir().dev {
+            if settings.same_file_system && dev != parent.root_id().0 {
                 return Flow::Continue;
             }
             // Only a followed link can close a cycle (directories cannot be

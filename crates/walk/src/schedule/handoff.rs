@@ -74,7 +74,6 @@ impl Handoff {
             }
             (Some(_), None) => return Err(pending),
         };
-        let root_dir = parent.root_dir();
         let mut ancestors = Vec::new();
         if follow_links && !parent.is_root_parent() {
             if !parent.is_root() {
@@ -88,7 +87,7 @@ impl Handoff {
             path: pending.path(),
             depth: pending.depth(),
             follow: pending.follow,
-            root_id: (root_dir.dev, root_dir.ino),
+            root_id: parent.root_id(),
             ancestors,
             filter_state,
         })
