@@ -23,9 +23,10 @@
 //! in the order the output needs (while little is held, the smallest of
 //! its own subdirectories first: see `Ordered::next_job`). A directory
 //! read whole becomes a result: its entries arranged ([`Within`]) and its
-//! subdirectories placed among them ([`Nest`]). One thread at a time (whichever deposited the result the
-//! output waited for) releases results in order to the consumer, until it
-//! meets a subdirectory not read yet: the *head*.
+//! subdirectories placed among them ([`Nest`]). One thread at a time
+//! releases results in order to the consumer (most often one worker, the
+//! releaser: see `Ordered::deposit`), until it meets a subdirectory not
+//! read yet: the *head*.
 //!
 //! While the results held exceed the window, workers take no job but the
 //! head's (which is then the smallest key waiting: everything before
@@ -652,6 +653,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Run the ordered walk of `shared` with `visitor`; what it held at most.
 pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bool, visitor: &mut V) -> Held {
+    let threads = shared.settings.threads.max(1);
     let roots: Vec<Arc<Slot>> = shared
         .roots
         .iter()
@@ -667,7 +669,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
     let top: Vec<Item> = roots.into_iter().map(Item::Sub).collect();
     let walk = Ordered {
         shared,
-        workers: AtomicUsize::new(shared.settings.threads.max(1)),
+        workers: AtomicUsize::new(threads),
         order,
         lenient,
         state: Mutex::new(State {
@@ -692,9 +694,8 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         }),
         spares: Mutex::new(Spares::default()),
         ids: AtomicUsize::new(0),
-        placement: Placement::new(shared.settings.threads.max(1)),
+        placement: Placement::new(threads),
     };
-    let threads = shared.settings.threads.max(1);
     std::thread::scope(|scope| {
         let walk = &walk;
         for i in 1..threads {

@@ -334,6 +334,7 @@ fn a_handoff_that_does_not_fit_the_walk_is_refused() {
     let parent = &pending.parent;
     assert_eq!((parent.dev, parent.ino), (3, 4));
     assert_eq!(parent.path(), [&root[..], b"/a3"].concat());
+    assert_eq!(&parent.prefix[..parent.root_prefix_len], [&root[..], b"/"].concat());
     assert_eq!(parent.root_id(), (1, 2));
     // Exported again, it says the same.
     assert_eq!(Handoff::export(pending, &walk).ok(), Some(good.clone()));
