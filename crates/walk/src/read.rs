@@ -171,7 +171,8 @@ impl Reader {
     /// Read the directory of `job`: emit its entries in chunks to `visitor`
     /// and append the jobs for its subdirectories to `jobs`, in listing order.
     /// With `share`, a huge directory may be cut into parts (see
-    /// `crate::split`) handed to `share` as jobs for other workers.
+    /// `crate::split`) handed to `share` as jobs for other workers: a
+    /// caller that passes it takes each part's entries as another read's.
     pub(crate) fn read<V: Visitor>(
         &mut self,
         shared: &Shared,
@@ -278,7 +279,7 @@ impl Reader {
         let stretch = Stretch {
             from: 0,
             to: u64::MAX,
-            share: share.filter(|_| !listed && !settings.whole()),
+            share: share.filter(|_| !listed),
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fnd_test_support::hostile::*;
-use fnd_walk::{Chunk, Error, ErrorKind, FileType, Flow, Order, Visitor, WalkBuilder};
+use fnd_walk::{
+    Chunk, Error, ErrorKind, FileType, Flow, Nest, Order, TreeOrder, TreeVisitor, Visitor, WalkBuilder, Within,
+};
 use rustix::io::Errno;
 
 /// Every order the engine has, with the parallel one at one and at several threads.
@@ -646,6 +648,55 @@ fn huge_directory_with_whole_dirs_is_one_chunk_in_listing_order() {
     );
     assert!(chunks[0] == listed, "not in the listing's order");
     assert_eq!(listed.into_iter().collect::<HashSet<_>>(), expected);
+}
+
+/// A walk's paths in the order it hands them out.
+struct InOrder(Vec<Vec<u8>>);
+
+impl TreeVisitor for InOrder {
+    fn entries(&mut self, chunk: &fnd_walk::ChunkBuf) -> Flow {
+        self.0
+            .extend(chunk.iter().map(|e| e.path().into_os_string().into_vec()));
+        Flow::Continue
+    }
+}
+
+#[test]
+fn huge_directory_sorted_by_several_threads_comes_in_order() {
+    // An ordered walk that sorts reads it in parts too (each sorted on its
+    // thread, then merged), with subdirectories found by every part.
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, mut expected) = huge_directory_of_links(tmp.path(), 60_000);
+    let mut dirs = HashSet::new();
+    for i in 0..64 {
+        let sub = big.join(format!("sub{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("f"), "").unwrap();
+        dirs.insert(root_bytes(&sub));
+        expected.insert(root_bytes(&sub));
+        expected.insert(root_bytes(&sub.join("f")));
+    }
+    let mut by_name: Vec<Vec<u8>> = expected.into_iter().collect();
+    // Each directory's entries by name, a subtree at its entry: the paths
+    // compared component by component.
+    by_name.sort_by(|a, b| a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/')));
+    // The order of the paths spelt with a `/` after each directory.
+    let mut by_path = by_name.clone();
+    let spelt = |p: &Vec<u8>| [&p[..], if dirs.contains(p) { b"/" } else { b"" }].concat();
+    by_path.sort_by_cached_key(spelt);
+    for threads in [2, 8] {
+        for (within, want) in [(Within::Name, &by_name), (Within::Path, &by_path)] {
+            let mut got = InOrder(Vec::new());
+            let walk = WalkBuilder::new(&big).threads(threads).min_depth(1);
+            walk.visit_tree(TreeOrder::new(within, Nest::AtEntry), &mut got);
+            assert_eq!(
+                got.0.len(),
+                want.len(),
+                "{within:?} on {threads} threads: entries lost or added"
+            );
+            assert!(got.0 == *want, "{within:?} on {threads} threads: out of order");
+        }
+    }
 }
 
 #[test]

@@ -472,7 +472,9 @@ fn work<V: Visitor, R: Remote>(
                     local.push(part);
                     pool.notify(false);
                 };
-                let flow = reader.read(shared, job, &mut visitor, &mut children, Some(&mut share));
+                // A directory handed over whole is not cut.
+                let share = (!shared.settings.whole()).then_some(&mut share as &mut dyn FnMut(Job));
+                let flow = reader.read(shared, job, &mut visitor, &mut children, share);
                 let waits_on_io = probe.finish();
                 place::count_read(&mut pinned);
                 if flow == Flow::Stop {
