@@ -34,10 +34,10 @@
 //! instead of growing. The head can always be read, so a full window never
 //! deadlocks.
 //!
-//! Where the order sorts each directory whole, a huge directory is read
-//! in parts on several threads as in the parallel order (see `split`):
-//! each part sorted by the worker that read it, the last to end merging
-//! them (see [`Split`]). Listed orders read each directory on one thread
+//! Where the order holds each directory whole (sorted, or in inode
+//! batches), a huge directory is read in parts on several threads as in
+//! the parallel order (see `split`), the last read to end joining them
+//! (see [`Split`]). [`Within::Listing`] reads each directory on one thread
 //! (its entries go out as read). Unlike the parallel order's workers,
 //! which go depth-first each on their own, these take jobs in output
 //! order from one shared frontier (one lock per directory).
@@ -89,6 +89,13 @@ impl Within {
     /// and sorted (not as read, nor in batches).
     pub(crate) fn sorts_whole_dirs(self) -> bool {
         matches!(self, Within::Name | Within::Size | Within::Mtime | Within::Path)
+    }
+
+    /// Whether a directory's entries wait until all are read (sorted, or
+    /// counted to know whether to sort), rather than go out as read: such
+    /// a directory, when huge, is read in parts (see `Split`).
+    fn holds_whole_dirs(self) -> bool {
+        self != Within::Listing
     }
 }
 
@@ -639,18 +646,19 @@ struct Ordered<'s, 'v, V> {
 }
 
 /// A directory whose read was cut into parts (see `crate::split`), in a
-/// walk that sorts each directory whole: each part is read and sorted by
-/// whichever worker takes it, and the last read to end merges them into
-/// the directory's result. A million files in one directory, sorted by
-/// one thread, took 3.1x the time `fnd -u` took to list them on two.
+/// walk that holds each directory whole ([`Within::holds_whole_dirs`]):
+/// each part is read (and sorted, in an order that sorts) by whichever
+/// worker takes it, and the last read to end joins them into the
+/// directory's result: merged when sorted, else one after the other in
+/// the order of their positions, which is the listing's (parts are
+/// ranges of the positions). A million files in one directory, sorted
+/// by one thread, took 3.1x the time `fnd -u` took to list them on two.
 struct Split {
     slot: Arc<Slot>,
     /// Reads not over yet, the first reader's own included.
     left: usize,
-    /// The reads' items, each read's entries sorted.
-    items: Vec<Item>,
-    /// The subdirectories all the reads found.
-    children: Vec<Job>,
+    /// Each read's position, items and subdirectories found.
+    reads: Vec<(u64, Vec<Item>, Vec<Job>)>,
 }
 
 /// Wake every waiting worker, if one waits (`st`: the state, locked).
@@ -883,14 +891,17 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 streaming: false,
                 streamed_all_it_can: false,
             };
-            let is_part = matches!(job, Job::Part(_));
+            let part_from = match &job {
+                Job::Part(part) => Some(part.start),
+                _ => None,
+            };
             let mut cut = false;
             let mut share = |part: Job| {
                 cut = true;
                 self.queue_part(&slot, part);
             };
-            // Entries released as read, in batches or streamed keep one read each.
-            let share = (self.order.within.sorts_whole_dirs()).then_some(&mut share as &mut dyn FnMut(Job));
+            // Entries streamed as read keep to one read.
+            let share = (self.order.within.holds_whole_dirs()).then_some(&mut share as &mut dyn FnMut(Job));
             reader.read(self.shared, job, &mut collect, &mut children, share);
             place::count_read(&mut pinned);
             if probe.finish() && self.work_waits() {
@@ -911,9 +922,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             }
             let streaming = collect.streaming;
             let mut items = collect.items;
-            let in_parts = is_part || cut;
+            let in_parts = part_from.is_some() || cut;
             if in_parts {
-                match self.gather(&slot, items, &mut children, &mut scratch) {
+                match self.gather(&slot, part_from.unwrap_or(0), items, &mut children, &mut scratch) {
                     Some(all) => items = all,
                     None => {
                         let mut st = lock(&self.state);
@@ -924,7 +935,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                     }
                 }
             }
-            let done = self.arrange(&slot, items, in_parts, &mut children, &mut scratch);
+            let sorted_runs = in_parts && self.order.within.sorts_whole_dirs();
+            let done = self.arrange(&slot, items, sorted_runs, &mut children, &mut scratch);
             if !streaming {
                 next = self.deposit(&slot, done, &mut scratch.queued, &mut probe, releaser, me);
                 continue;
@@ -1288,8 +1300,7 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 None => splits.push(Split {
                     slot: slot.clone(),
                     left: 2,
-                    items: Vec::new(),
-                    children: Vec::new(),
+                    reads: Vec::new(),
                 }),
             }
         }
@@ -1300,18 +1311,24 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
         }
     }
 
-    /// One read of a directory cut into parts is over: its entries sorted
-    /// here, on the worker that read them, and kept with the other reads'.
-    /// The last read gets the items of all (each read's entries one sorted
-    /// chunk, for [`merge_runs`]) and, in `children`, all the
-    /// subdirectories found; the others get `None`.
+    /// One read of a directory cut into parts, from position `from`, is
+    /// over: its entries sorted here (in an order that sorts), on the
+    /// worker that read them, and kept with the other reads'. The last
+    /// read gets the items of all in the order of their positions (each
+    /// read's entries one sorted chunk for [`merge_runs`], or the
+    /// listing's chunks) and, in `children`, all the subdirectories found;
+    /// the others get `None`.
     fn gather(
         &self,
         slot: &Arc<Slot>,
+        from: u64,
         items: Vec<Item>,
         children: &mut Vec<Job>,
         scratch: &mut Scratch,
     ) -> Option<Vec<Item>> {
+        if !self.order.within.sorts_whole_dirs() {
+            return self.join_read(slot, from, items, children);
+        }
         let mut chunks = std::mem::take(&mut scratch.chunks);
         let mut kept = Vec::with_capacity(items.len());
         for item in items {
@@ -1331,19 +1348,30 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             false => Item::Entries(c),
         }));
         scratch.chunks = chunks;
+        self.join_read(slot, from, kept, children)
+    }
+
+    /// Keep one read's `items` and `children` with the other reads' of its
+    /// directory; the last read gets all (see [`gather`](Self::gather)).
+    fn join_read(&self, slot: &Arc<Slot>, from: u64, items: Vec<Item>, children: &mut Vec<Job>) -> Option<Vec<Item>> {
         let mut splits = lock(&self.splits);
         let at = (splits.iter().position(|s| Arc::ptr_eq(&s.slot, slot)))
             .expect("a directory is registered as split before its parts are queued");
         let split = &mut splits[at];
-        split.items.append(&mut kept);
-        split.children.append(children);
+        split.reads.push((from, items, std::mem::take(children)));
         split.left -= 1;
         if split.left > 0 {
             return None;
         }
-        let split = splits.swap_remove(at);
-        *children = split.children;
-        Some(split.items)
+        let mut reads = splits.swap_remove(at).reads;
+        drop(splits);
+        reads.sort_unstable_by_key(|r| r.0);
+        let mut all = Vec::with_capacity(reads.iter().map(|r| r.1.len()).sum());
+        for (_, items, found) in reads {
+            all.extend(items);
+            children.extend(found);
+        }
+        Some(all)
     }
 
     /// A subdirectory of `parent`'s result at item `rank`, its job added

@@ -700,6 +700,49 @@ fn huge_directory_sorted_by_several_threads_comes_in_order() {
 }
 
 #[test]
+fn huge_directory_in_inode_batches_by_several_threads_keeps_the_listing() {
+    // du's order (gnulib fts: batches of the listing sorted by inode) with
+    // the directory read in parts: joined in the listing's order.
+    use std::os::unix::fs::DirEntryExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, _) = huge_directory_of_links(tmp.path(), 60_000);
+    for i in 0..64 {
+        let sub = big.join(format!("sub{i}"));
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::write(sub.join("f"), "").unwrap();
+    }
+    let mut listed: Vec<(u64, Vec<u8>)> = std::fs::read_dir(&big)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.ino(), e.file_name().into_vec()))
+        .collect();
+    let (above, batch) = (1_000, 7_000);
+    for run in listed.chunks_mut(batch) {
+        if run.len() > above {
+            run.sort_by_key(|e| e.0);
+        }
+    }
+    let root = root_bytes(&big);
+    let mut want = Vec::new();
+    for (_, name) in &listed {
+        want.push(join(&root, name));
+        if name.starts_with(b"sub") {
+            want.push(join(&join(&root, name), b"f"));
+        }
+    }
+    for threads in [2, 8] {
+        let mut got = InOrder(Vec::new());
+        let walk = WalkBuilder::new(&big).threads(threads).min_depth(1);
+        walk.visit_tree(
+            TreeOrder::new(Within::InodeBatches { above, batch }, Nest::AtEntry),
+            &mut got,
+        );
+        assert_eq!(got.0.len(), want.len(), "{threads} threads: entries lost or added");
+        assert!(got.0 == want, "{threads} threads: not in the listing's batches");
+    }
+}
+
+#[test]
 fn huge_directory_changing_while_several_threads_read_it() {
     let tmp = tempfile::tempdir().unwrap();
     let (big, expected) = huge_directory_of_links(tmp.path(), 60_000);

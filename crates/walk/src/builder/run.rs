@@ -82,12 +82,12 @@ impl WalkBuilder {
     /// busy through a slow consumer or an uneven tree; a small one holds
     /// less and, when the output is slower than the reads, walks at the
     /// output's pace. The directories waiting to be read (a name each) are
-    /// held as in a depth-first walk. An order that sorts each directory
-    /// whole reads a huge one (on ext4, as [`Order::Parallel`] does) in
-    /// parts on several threads, each part sorted where it was read, and
-    /// merges them; the other orders read each directory on one thread.
-    /// [`WalkBuilder::order`] is ignored (the
-    /// threads are [`WalkBuilder::threads`]).
+    /// held as in a depth-first walk. An order that holds each directory
+    /// whole (all but [`Within::Listing`](crate::Within::Listing)) reads a
+    /// huge one (on ext4, as [`Order::Parallel`] does) in parts on several
+    /// threads and joins them; a listed order reads each directory on one
+    /// thread. [`WalkBuilder::order`] is ignored (the threads are
+    /// [`WalkBuilder::threads`]).
     ///
     /// ```
     /// use fnd_walk::{ChunkBuf, DirEvent, Flow, Nest, TreeOrder, TreeVisitor, WalkBuilder, Within};
