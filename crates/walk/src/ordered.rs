@@ -1808,6 +1808,11 @@ fn arrange_entries(chunks: &mut Vec<ChunkBuf>, within: Within, room: &mut Sortin
     }
     let entry = |&(c, i): &(u32, u32)| chunks[c as usize].get(i as usize);
     match key_order {
+        Within::InodeBatches { above, batch } if chunks.len() > 1 => {
+            let at = std::mem::take(&mut room.at);
+            room.at = copy_in_batches(chunks, at, above, batch.max(1));
+            return;
+        }
         Within::InodeBatches { above, batch } => {
             for run in at.chunks_mut(batch.max(1)) {
                 if run.len() > above {
@@ -1838,6 +1843,50 @@ fn arrange_entries(chunks: &mut Vec<ChunkBuf>, within: Within, room: &mut Sortin
     if !cur.is_empty() {
         chunks.push(cur);
     }
+}
+
+/// [`Within::InodeBatches`] on a directory read in several chunks (`at`:
+/// each entry's chunk and place, in listing order): each batch of `batch`
+/// entries, sorted by inode if it holds more than `above`, copied into a
+/// chunk of its own, and the chunks it was copied from let go before the
+/// next batch. Copied whole into one chunk, a directory of a million files
+/// was held twice (`fdu` on it: peak RSS 289 MB, du's 31 MB). Returns
+/// `at`, for its room.
+fn copy_in_batches(chunks: &mut Vec<ChunkBuf>, mut at: Vec<(u32, u32)>, above: usize, batch: usize) -> Vec<(u32, u32)> {
+    let meta = chunks.iter().any(|c| !c.meta.is_empty());
+    // Copies the size of the chunks read, whose room the allocator then
+    // gives to the next copies.
+    let piece = chunks.iter().map(ChunkBuf::len).max().unwrap_or(1).max(1);
+    let mut batches = Vec::with_capacity(at.len().div_ceil(piece));
+    let (mut start, mut freed) = (0, 0);
+    while start < at.len() {
+        let end = (start + batch).min(at.len());
+        let run = &mut at[start..end];
+        if run.len() > above {
+            // Stable: equal inodes (none, on one file system) keep the listing's order.
+            run.sort_by_key(|&(c, i)| chunks[c as usize].get(i as usize).ino());
+        }
+        for piece in run.chunks(piece) {
+            let names = (piece.iter())
+                .map(|&(c, i)| chunks[c as usize].slots[i as usize].name_len as usize)
+                .sum();
+            let mut cur = ChunkBuf::new(chunks[0].dir.clone());
+            reserve(&mut cur, names, piece.len(), meta);
+            for &(c, i) in piece {
+                copy_entry(&chunks[c as usize], i as usize, &mut cur);
+            }
+            batches.push(cur);
+        }
+        // The next batch starts in this chunk (not sorted yet, its first
+        // entry is its listing's first): the ones before are done.
+        let next = at.get(end).map_or(chunks.len(), |&(c, _)| c as usize);
+        for done in &mut chunks[freed..next] {
+            *done = ChunkBuf::new(done.dir.clone());
+        }
+        (start, freed) = (end, next);
+    }
+    *chunks = batches;
+    at
 }
 
 /// Two entries of one directory in `within`'s order, one of the orders
@@ -2186,20 +2235,33 @@ mod tests {
     fn inode_batches_sort_only_runs_past_the_threshold() {
         let dir = tempfile::tempdir().unwrap();
         tree(dir.path(), 0, 0, 30);
-        let mut r = Record::default();
-        let order = TreeOrder::new(Within::InodeBatches { above: 10, batch: 20 }, Nest::AtEntry);
-        WalkBuilder::new(dir.path()).min_depth(1).visit_tree(order, &mut r);
-        let inos: Vec<u64> = r.seen[1..31]
-            .iter()
-            .map(|p| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap()))
-            .collect();
-        // First batch of 20 (> 10) sorted; the last 10 (not > 10) as listed.
-        assert!(inos[..20].windows(2).all(|w| w[0] < w[1]));
         let mut listed = Vec::new();
         for e in std::fs::read_dir(dir.path()).unwrap() {
             listed.push(e.unwrap().path().display().to_string());
         }
-        assert_eq!(r.seen[21..31], listed[20..30]);
+        // Read in one chunk, and in chunks of 7 (each batch copied apart).
+        for chunk_size in [None, Some(7)] {
+            let mut r = Record::default();
+            let order = TreeOrder::new(Within::InodeBatches { above: 10, batch: 20 }, Nest::AtEntry);
+            let walk = WalkBuilder::new(dir.path()).min_depth(1);
+            let walk = chunk_size.map_or(walk.clone(), |n| walk.chunk_size(n));
+            walk.visit_tree(order, &mut r);
+            let inos: Vec<u64> = r.seen[1..31]
+                .iter()
+                .map(|p| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap()))
+                .collect();
+            // First batch of 20 (> 10) sorted; the last 10 (not > 10) as listed.
+            assert!(inos[..20].windows(2).all(|w| w[0] < w[1]), "chunks of {chunk_size:?}");
+            let mut first: Vec<&String> = r.seen[1..21].iter().collect();
+            first.sort();
+            let mut want: Vec<&String> = listed[..20].iter().collect();
+            want.sort();
+            assert_eq!(
+                first, want,
+                "chunks of {chunk_size:?}: the first batch is the listing's first 20"
+            );
+            assert_eq!(r.seen[21..31], listed[20..30], "chunks of {chunk_size:?}");
+        }
     }
 
     /// What is held waiting stays under the window plus one directory per
