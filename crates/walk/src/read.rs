@@ -279,6 +279,7 @@ impl Reader {
         let stretch = Stretch {
             from: 0,
             to: u64::MAX,
+            room: (0, 0),
             share: share.filter(|_| !listed),
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
@@ -293,6 +294,7 @@ impl Reader {
             fd,
             start,
             end,
+            room,
             reserved,
         } = part;
         drop(reserved);
@@ -307,6 +309,7 @@ impl Reader {
             Stretch {
                 from: start,
                 to: end,
+                room,
                 share: None,
             },
         );
@@ -354,6 +357,11 @@ impl Reader {
             settings.chunk_size
         };
         let mut chunk = self.chunk_for(dir.clone());
+        // One buffer for the whole stretch: room for what it is expected to hold.
+        let whole = chunk_size == usize::MAX;
+        if whole {
+            make_room(&mut chunk, stretch.room);
+        }
         let mut source = if listed {
             Source::Listed(self.listing.replay())
         } else {
@@ -382,9 +390,15 @@ impl Reader {
             if let Some(share) = &mut stretch.share {
                 seen += 1;
                 if seen == split::PROBE_ENTRIES {
-                    if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, settings.threads) {
+                    // In one buffer, the chunk holds what the stretch has read so far.
+                    let so_far = (chunk.len(), chunk.names.len());
+                    let threads = settings.threads;
+                    if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, so_far, threads) {
                         stretch.to = end;
                         parts.into_iter().for_each(|part| share(Job::Part(Box::new(part))));
+                        if whole {
+                            make_room(&mut chunk, split::expected(so_far, own_position, 0, end));
+                        }
                     }
                     stretch.share = None;
                 }
@@ -623,11 +637,22 @@ fn find_ancestor(dir: &Dir, dev: u64, ino: u64) -> Option<usize> {
         .map(|d| d.path_len)
 }
 
+/// Room in `chunk` for `room` (entries, name bytes) in all, and an eighth
+/// more: the density of entries varies from one range of positions to
+/// another.
+fn make_room(chunk: &mut ChunkBuf, room: (usize, usize)) {
+    let (entries, names) = (room.0 + room.0 / 8, room.1 + room.1 / 8);
+    chunk.slots.reserve(entries.saturating_sub(chunk.len()));
+    chunk.names.reserve(names.saturating_sub(chunk.names.len()));
+}
+
 /// The stretch of a directory's listing one reader takes: positions from
 /// `from` (where its descriptor stands) up to, not including, `to`; with
 /// `share`, the reader may still split what is ahead of it.
 struct Stretch<'s> {
     from: u64,
     to: u64,
+    /// The entries and name bytes expected, when known (a part's).
+    room: (usize, usize),
     share: Option<&'s mut dyn FnMut(Job)>,
 }
