@@ -742,40 +742,64 @@ fn huge_directory_in_inode_batches_by_several_threads_keeps_the_listing() {
     }
 }
 
+/// Run `walk` while another thread adds, renames and removes names in
+/// `big` (new names only, never reused: a name seen twice is the walk's
+/// doing).
+fn while_renaming<T>(big: &Path, round: usize, walk: impl FnOnce() -> T) -> T {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mutator = {
+        let (stop, big) = (stop.clone(), big.to_path_buf());
+        std::thread::spawn(move || {
+            let dir = open_root(&big);
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) || n < 50 {
+                let (new, moved) = (format!("new{round}-{n}"), format!("moved{round}-{n}"));
+                let _ = rustix::fs::linkat(&dir, "origin0", &dir, new.as_str(), rustix::fs::AtFlags::empty());
+                let _ = rustix::fs::renameat(&dir, new.as_str(), &dir, moved.as_str());
+                if n >= 3 {
+                    let _ = rustix::fs::unlinkat(
+                        &dir,
+                        format!("moved{round}-{}", n - 3).as_str(),
+                        rustix::fs::AtFlags::empty(),
+                    );
+                }
+                n += 1;
+            }
+        })
+    };
+    let done = walk();
+    stop.store(true, Ordering::Relaxed);
+    mutator.join().unwrap();
+    done
+}
+
 #[test]
 fn huge_directory_changing_while_several_threads_read_it() {
     let tmp = tempfile::tempdir().unwrap();
     let (big, expected) = huge_directory_of_links(tmp.path(), 60_000);
     for round in 0..2 {
-        let stop = Arc::new(AtomicBool::new(false));
-        let mutator = {
-            let (stop, big) = (stop.clone(), big.clone());
-            std::thread::spawn(move || {
-                let dir = open_root(&big);
-                let mut n = 0;
-                // New names only (never reused): a name seen twice is the walk's doing.
-                while !stop.load(Ordering::Relaxed) || n < 50 {
-                    let (new, moved) = (format!("new{round}-{n}"), format!("moved{round}-{n}"));
-                    let _ = rustix::fs::linkat(&dir, "origin0", &dir, new.as_str(), rustix::fs::AtFlags::empty());
-                    let _ = rustix::fs::renameat(&dir, new.as_str(), &dir, moved.as_str());
-                    if n >= 3 {
-                        let _ = rustix::fs::unlinkat(
-                            &dir,
-                            format!("moved{round}-{}", n - 3).as_str(),
-                            rustix::fs::AtFlags::empty(),
-                        );
-                    }
-                    n += 1;
-                }
-            })
-        };
-        let c = collect(&WalkBuilder::new(&big).order(Order::Parallel).threads(4).min_depth(1));
-        stop.store(true, Ordering::Relaxed);
-        mutator.join().unwrap();
+        let c = while_renaming(&big, round, || {
+            collect(&WalkBuilder::new(&big).order(Order::Parallel).threads(4).min_depth(1))
+        });
         assert!(c.errors.is_empty(), "errors: {:?}", c.errors);
         let found = unique_paths(&c, "changing huge directory");
         let lost = expected.difference(&found).count();
         assert_eq!(lost, 0, "round {round}: {lost} untouched entries lost");
+    }
+    // Sorted, read in parts and merged: each entry once, in order.
+    for round in 2..4 {
+        let mut got = InOrder(Vec::new());
+        while_renaming(&big, round, || {
+            let walk = WalkBuilder::new(&big).threads(4).min_depth(1);
+            walk.visit_tree(TreeOrder::new(Within::Name, Nest::AtEntry), &mut got)
+        });
+        assert!(
+            got.0.windows(2).all(|w| w[0] < w[1]),
+            "round {round}: out of order or twice"
+        );
+        let found: HashSet<Vec<u8>> = got.0.into_iter().collect();
+        let lost = expected.difference(&found).count();
+        assert_eq!(lost, 0, "round {round}, sorted: {lost} untouched entries lost");
     }
 }
 
