@@ -526,6 +526,14 @@ impl State {
         self.releaser_reading |= releaser;
         job
     }
+
+    /// A read [`start_read`](Self::start_read) counted is over.
+    fn end_read(&mut self, releaser: bool) {
+        self.reading -= 1;
+        if releaser {
+            self.releaser_reading = false;
+        }
+    }
 }
 
 /// The share of the window the releasing worker lets gather before it
@@ -927,9 +935,9 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 match self.gather(&slot, part_from.unwrap_or(0), items, &mut children, &mut scratch) {
                     Some(all) => items = all,
                     None => {
+                        // The last read of the directory hands on its result.
                         let mut st = lock(&self.state);
-                        st.reading -= 1;
-                        st.releaser_reading &= !releaser;
+                        st.end_read(releaser);
                         next = self.next_job(st, &mut probe, releaser, me, None);
                         continue;
                     }
@@ -1400,13 +1408,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
     /// its subdirectories' jobs: account for it in the state, `st`.
     fn settle(&self, st: &mut State, done: &Done, queued: &mut Vec<Queued>, releaser: bool, me: usize) {
         self.push_queued(st, queued, me);
-        st.reading -= 1;
+        st.end_read(releaser);
         st.held += done.bytes;
         st.stats.largest_dir = st.stats.largest_dir.max(done.bytes);
         st.stats.peak_bytes = st.stats.peak_bytes.max(st.held);
-        if releaser {
-            st.releaser_reading = false;
-        }
     }
 
     /// A directory's result is in, with its subdirectories' `queued` jobs:

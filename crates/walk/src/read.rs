@@ -390,15 +390,18 @@ impl Reader {
             if let Some(share) = &mut stretch.share {
                 seen += 1;
                 if seen == split::PROBE_ENTRIES {
-                    // In one buffer, the chunk holds what the stretch has read so far.
-                    let so_far = (chunk.len(), chunk.names.len());
+                    // Only a chunk that holds the whole stretch holds what it
+                    // has read so far, and makes room; else nothing is expected.
+                    let so_far = if whole {
+                        (chunk.len(), chunk.names.len())
+                    } else {
+                        (0, 0)
+                    };
                     let threads = settings.threads;
                     if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, so_far, threads) {
                         stretch.to = end;
                         parts.into_iter().for_each(|part| share(Job::Part(Box::new(part))));
-                        if whole {
-                            make_room(&mut chunk, split::expected(so_far, own_position, 0, end));
-                        }
+                        make_room(&mut chunk, split::expected(so_far, own_position, 0, end));
                     }
                     stretch.share = None;
                 }
