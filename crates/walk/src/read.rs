@@ -179,7 +179,7 @@ impl Reader {
         job: Job,
         visitor: &mut V,
         jobs: &mut Vec<Job>,
-        share: Option<&mut dyn FnMut(Job)>,
+        share: Option<&mut dyn Share>,
     ) -> Flow {
         match job {
             Job::Open(pending) => self.read_dir(shared, pending, visitor, jobs, share),
@@ -194,7 +194,7 @@ impl Reader {
         mut job: Pending,
         visitor: &mut V,
         jobs: &mut Vec<Job>,
-        share: Option<&mut dyn FnMut(Job)>,
+        share: Option<&mut dyn Share>,
     ) -> Flow {
         let settings = &shared.settings;
         let is_root = job.parent.is_root_parent();
@@ -389,7 +389,7 @@ impl Reader {
             }
             if let Some(share) = &mut stretch.share {
                 seen += 1;
-                if seen == split::PROBE_ENTRIES {
+                if seen == split::PROBE_ENTRIES && share.may_cut() {
                     // Only a chunk that holds the whole stretch holds what it
                     // has read so far, and makes room; else nothing is expected.
                     let so_far = if whole {
@@ -400,7 +400,7 @@ impl Reader {
                     let threads = settings.threads;
                     if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, so_far, threads) {
                         stretch.to = end;
-                        parts.into_iter().for_each(|part| share(Job::Part(Box::new(part))));
+                        parts.into_iter().for_each(|part| share.part(Job::Part(Box::new(part))));
                         make_room(&mut chunk, split::expected(so_far, own_position, 0, end));
                     }
                     stretch.share = None;
@@ -649,6 +649,27 @@ fn make_room(chunk: &mut ChunkBuf, room: (usize, usize)) {
     chunk.names.reserve(names.saturating_sub(chunk.names.len()));
 }
 
+/// Where a reader hands the parts of a huge directory it cuts (see
+/// `crate::split`): to other workers, whose reads of them its caller
+/// takes as more of the directory's.
+pub(crate) trait Share {
+    /// Whether the directory may be cut now, asked once, when it is found
+    /// big enough (a caller that streams its entries as read keeps to one
+    /// read: parts read ahead would have to be held).
+    fn may_cut(&mut self) -> bool {
+        true
+    }
+
+    /// A part cut off, for another worker.
+    fn part(&mut self, part: Job);
+}
+
+impl<F: FnMut(Job)> Share for F {
+    fn part(&mut self, part: Job) {
+        self(part)
+    }
+}
+
 /// The stretch of a directory's listing one reader takes: positions from
 /// `from` (where its descriptor stands) up to, not including, `to`; with
 /// `share`, the reader may still split what is ahead of it.
@@ -657,5 +678,5 @@ struct Stretch<'s> {
     to: u64,
     /// The entries and name bytes expected, when known (a part's).
     room: (usize, usize),
-    share: Option<&'s mut dyn FnMut(Job)>,
+    share: Option<&'s mut dyn Share>,
 }

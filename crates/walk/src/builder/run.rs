@@ -82,12 +82,15 @@ impl WalkBuilder {
     /// busy through a slow consumer or an uneven tree; a small one holds
     /// less and, when the output is slower than the reads, walks at the
     /// output's pace. The directories waiting to be read (a name each) are
-    /// held as in a depth-first walk. An order that holds each directory
-    /// whole (all but [`Within::Listing`](crate::Within::Listing)) reads a
-    /// huge one (on ext4, as [`Order::Parallel`] does) in parts on several
-    /// threads and joins them; a listed order reads each directory on one
-    /// thread. [`WalkBuilder::order`] is ignored (the threads are
-    /// [`WalkBuilder::threads`]).
+    /// held as in a depth-first walk. The directory the output waits for
+    /// goes out while it is read in [`Within::Listing`](crate::Within::Listing)
+    /// order, and a batch at a time in [`Within::InodeBatches`](crate::Within::InodeBatches)
+    /// (up to its first subdirectory's entry, when the subtree comes at
+    /// the entry): a huge one is never held whole, and read on one thread.
+    /// A directory held whole (sorted, or in inode batches and read
+    /// ahead) is, when huge, read in parts on several threads (on ext4, as
+    /// [`Order::Parallel`] does) and joined. [`WalkBuilder::order`] is
+    /// ignored (the threads are [`WalkBuilder::threads`]).
     ///
     /// ```
     /// use fnd_walk::{ChunkBuf, DirEvent, Flow, Nest, TreeOrder, TreeVisitor, WalkBuilder, Within};
