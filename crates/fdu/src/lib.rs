@@ -21,6 +21,7 @@ pub mod exclude;
 pub mod export;
 pub mod exports;
 pub mod format;
+pub mod fts;
 pub mod getopt;
 pub mod groups;
 pub mod hardlinks;

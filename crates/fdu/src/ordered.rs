@@ -21,22 +21,17 @@ use std::sync::{Arc, Mutex};
 
 use fnd_walk::{
     ChunkBuf, Decision, DirEvent, DirHook, DirInfo, Error, Flow, Metadata, Nest, RawEntry, TreeOrder, TreeVisitor,
-    WalkBuilder, Within,
+    WalkBuilder,
 };
 
+use crate::fts::du_order;
 use crate::hardlinks;
 use crate::messages::{error_text, quote};
 use crate::node::{is_self_or_ancestor, join, DeepIds};
 use crate::run::Run;
-use crate::scan::{inode_sort_may_be_useful, Scan};
+use crate::scan::Scan;
 use crate::settings::Follow;
 use crate::usage::{Stamp, Usage};
-
-/// gnulib fts: a directory read in a batch of more than this many entries
-/// has the batch sorted by inode (`FTS_INODE_SORT_DIR_ENTRIES_THRESHOLD`),
-/// batches being `FTS_MAX_READDIR_ENTRIES` long.
-const INODE_SORT_ABOVE: usize = 10_000;
-const READDIR_BATCH: usize = 100_000;
 
 /// Whether this run's lines (or its `--json`) come from the ordered walk.
 pub fn applies(run: &Run) -> bool {
@@ -54,14 +49,7 @@ pub fn scan_dir(scan: &Arc<Scan>, path: &[u8], m: &Metadata) {
             .unwrap_or_else(|e| e.into_inner())
             .insert((m.dev, m.ino));
     }
-    let within = if inode_sort_may_be_useful(path) {
-        Within::InodeBatches {
-            above: INODE_SORT_ABOVE,
-            batch: READDIR_BATCH,
-        }
-    } else {
-        Within::Listing
-    };
+    let within = du_order(path);
     let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
         .threads(settings.threads)
         .io_depth(settings.io_depth)

@@ -202,7 +202,8 @@ impl Scan {
         self.root_ino.store(m.ino, Relaxed);
         *self.root_own.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.run.usage(m), usage::detail(m)));
         self.root_entered.store(false, Relaxed);
-        self.inode_sort.store(inode_sort_may_be_useful(path), Relaxed);
+        self.inode_sort
+            .store(crate::fts::inode_sort_may_be_useful(path), Relaxed);
         if settings.follow == Follow::All {
             self.dirs_seen
                 .lock()
@@ -245,21 +246,6 @@ impl Scan {
             detail.flags |= Detail::READ_ERROR;
             run.add_operand(path, own, run.settings.keeps_tree().then(TreeBuilder::default), detail);
         }
-    }
-}
-
-/// gnulib's `dirent_inode_sort_may_be_useful`: every file system but NFS,
-/// CIFS, tmpfs and Lustre (where the sort defeats the client's statahead).
-pub(crate) fn inode_sort_may_be_useful(path: &[u8]) -> bool {
-    const NFS: i64 = 0x6969;
-    const CIFS: i64 = 0xFF53_4D42;
-    const TMPFS: i64 = 0x0102_1994;
-    const LUSTRE: i64 = 0x0BD0_0BD0;
-    match rustix::fs::statfs(Path::new(OsStr::from_bytes(path))) {
-        // f_type is i64 here, u32 on some architectures.
-        #[allow(clippy::unnecessary_cast)]
-        Ok(st) => !matches!(st.f_type as i64, NFS | CIFS | TMPFS | LUSTRE),
-        Err(_) => true,
     }
 }
 

@@ -155,14 +155,16 @@ fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
     let mut cmd = Command::new(FDU);
     cmd.arg("-o").arg(&export).arg(&root);
     assert!(run(cmd, dir.path()).stdout.is_empty());
-    // Which link of a hard-linked file counts follows the export's order
-    // (entries by name), not du's: totals are du's, per-directory lines
-    // may differ where links are.
+    // The export lists entries in du's order, so a hard-linked file
+    // counts at the link du counts it at: every line is du's.
     let cases: &[&[&str]] = &[
         &["-s"],
         &["-s", "-c"],
         &["-s", "-b"],
         &["-s", "--inodes"],
+        &["-a"],
+        &["-a", "-b"],
+        &["--inodes"],
         // With -l every link counts, so every line is du's.
         &["-l", "-a"],
         &["-l", "-a", "-b"],
@@ -170,7 +172,7 @@ fn fdus_export_round_trips_through_fdu_ncdu_and_gdu() {
     ];
     same_as_du(&export, &root, dir.path(), cases);
     // To stdout, the same document but for its time stamp: entries come
-    // by name, whatever order the walk found them in.
+    // in du's order, whatever order the walk read them in.
     let stdout = Command::new(FDU).args(["-o", "-"]).arg(&root).output().unwrap();
     let without_stamp = |doc: &[u8]| {
         doc.split(|&b| b == b'}')
