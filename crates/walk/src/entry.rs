@@ -333,6 +333,11 @@ impl<'a> Chunk<'a> {
         Chunk { buf, fd }
     }
 
+    /// The descriptor lent, for all of `'a` (not only this borrow).
+    pub(crate) fn lent_fd(&self) -> Option<BorrowedFd<'a>> {
+        self.fd
+    }
+
     /// Number of entries in the chunk.
     pub fn len(&self) -> usize {
         self.buf.len()

@@ -170,19 +170,20 @@ impl Reader {
 
     /// Read the directory of `job`: emit its entries in chunks to `visitor`
     /// and append the jobs for its subdirectories to `jobs`, in listing order.
-    /// With `share`, a huge directory may be cut into parts (see
-    /// `crate::split`) handed to `share` as jobs for other workers: a
-    /// caller that passes it takes each part's entries as another read's.
+    /// With a `caller`, a huge directory may be cut into parts (see
+    /// `crate::split`) handed to it as jobs for other workers (it takes
+    /// each part's entries as another read's), and it may stat the
+    /// entries itself (see [`Caller::stats_chunks`]).
     pub(crate) fn read<V: Visitor>(
         &mut self,
         shared: &Shared,
         job: Job,
         visitor: &mut V,
         jobs: &mut Vec<Job>,
-        share: Option<&mut dyn Share>,
+        caller: Option<&mut dyn Caller>,
     ) -> Flow {
         match job {
-            Job::Open(pending) => self.read_dir(shared, pending, visitor, jobs, share),
+            Job::Open(pending) => self.read_dir(shared, pending, visitor, jobs, caller),
             Job::Part(part) => self.read_part(shared, *part, visitor, jobs),
             Job::Failed(error) => visitor.error(*error),
         }
@@ -194,7 +195,7 @@ impl Reader {
         mut job: Pending,
         visitor: &mut V,
         jobs: &mut Vec<Job>,
-        share: Option<&mut dyn Share>,
+        caller: Option<&mut dyn Caller>,
     ) -> Flow {
         let settings = &shared.settings;
         let is_root = job.parent.is_root_parent();
@@ -280,7 +281,8 @@ impl Reader {
             from: 0,
             to: u64::MAX,
             room: (0, 0),
-            share: share.filter(|_| !listed),
+            caller,
+            probed: listed,
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)
@@ -310,7 +312,8 @@ impl Reader {
                 from: start,
                 to: end,
                 room,
-                share: None,
+                caller: None,
+                probed: true,
             },
         );
         self.queue_children(shared, &dir, flow, jobs)
@@ -356,6 +359,8 @@ impl Reader {
         } else {
             settings.chunk_size
         };
+        // Stat here, unless the caller stats what it is handed.
+        let stats = settings.metadata && stretch.caller.as_mut().is_none_or(|c| c.stats_chunks());
         let mut chunk = self.chunk_for(dir.clone());
         // One buffer for the whole stretch: room for what it is expected to hold.
         let whole = chunk_size == usize::MAX;
@@ -387,9 +392,9 @@ impl Reader {
             if own_position >= stretch.to {
                 break;
             }
-            if let Some(share) = &mut stretch.share {
+            if let (Some(caller), false) = (&mut stretch.caller, stretch.probed) {
                 seen += 1;
-                if seen == split::PROBE_ENTRIES && share.may_cut() {
+                if seen == split::PROBE_ENTRIES && caller.may_cut() {
                     // Only a chunk that holds the whole stretch holds what it
                     // has read so far, and makes room; else nothing is expected.
                     let so_far = if whole {
@@ -400,10 +405,12 @@ impl Reader {
                     let threads = settings.threads;
                     if let Some((end, parts)) = split::split(&shared.budget, dir, fd, own_position, so_far, threads) {
                         stretch.to = end;
-                        parts.into_iter().for_each(|part| share.part(Job::Part(Box::new(part))));
+                        parts
+                            .into_iter()
+                            .for_each(|part| caller.part(Job::Part(Box::new(part))));
                         make_room(&mut chunk, split::expected(so_far, own_position, 0, end));
                     }
-                    stretch.share = None;
+                    stretch.probed = true;
                 }
             }
             let name = entry.name();
@@ -472,7 +479,7 @@ impl Reader {
                     chunk.meta.resize(chunk.len() - 1, None);
                     chunk.meta.push(Some(m));
                 }
-                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, visitor) == Flow::Stop {
+                if chunk.len() >= chunk_size && flush(shared, &mut chunk, fd, stats, visitor) == Flow::Stop {
                     return Flow::Stop;
                 }
             }
@@ -485,7 +492,7 @@ impl Reader {
         let flow = if chunk.is_empty() && !settings.visit_empty {
             Flow::Continue
         } else {
-            flush(shared, &mut chunk, fd, visitor)
+            flush(shared, &mut chunk, fd, stats, visitor)
         };
         self.spare = Some(chunk);
         flow
@@ -533,14 +540,14 @@ impl Reader {
     }
 }
 
-/// Hand a full chunk to the visitor (with metadata first, if asked for),
+/// Hand a full chunk to the visitor (with metadata first, if `stats`),
 /// lending it the directory's descriptor for the visit, then empty it for
 /// the next entries.
-fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, visitor: &mut V) -> Flow {
+fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, stats: bool, visitor: &mut V) -> Flow {
     if shared.stopped() {
         return Flow::Stop;
     }
-    if shared.settings.metadata {
+    if stats {
         fill_metadata(shared, chunk, fd);
     }
     let flow = visitor.visit(&mut Chunk::lend(chunk, Some(fd)));
@@ -565,7 +572,7 @@ fn flush<V: Visitor>(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>, 
 /// none is), so that helpers freed meanwhile join in: a directory of 353
 /// files whose chunk found every helper taken was stat-ed in a row, 1.4 s,
 /// while the rest of its MPI rank's work ran out.
-fn fill_metadata(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>) {
+pub(crate) fn fill_metadata(shared: &Shared, chunk: &mut ChunkBuf, fd: BorrowedFd<'_>) {
     const TIMED: usize = 2;
     let follow = shared.settings.follow_links;
     // What a filter stat-ed already is there (see `RawEntry::stat`); the
@@ -649,10 +656,11 @@ fn make_room(chunk: &mut ChunkBuf, room: (usize, usize)) {
     chunk.names.reserve(names.saturating_sub(chunk.names.len()));
 }
 
-/// Where a reader hands the parts of a huge directory it cuts (see
-/// `crate::split`): to other workers, whose reads of them its caller
-/// takes as more of the directory's.
-pub(crate) trait Share {
+/// What the caller of one read decides as it goes: whether a huge
+/// directory is cut into parts (see `crate::split`) for other workers,
+/// whose reads of them it takes as more of the directory's, and who stats
+/// the entries.
+pub(crate) trait Caller {
     /// Whether the directory may be cut now, asked once, when it is found
     /// big enough (a caller that streams its entries as read keeps to one
     /// read: parts read ahead would have to be held).
@@ -662,9 +670,16 @@ pub(crate) trait Share {
 
     /// A part cut off, for another worker.
     fn part(&mut self, part: Job);
+
+    /// Whether the reader stats each chunk (when the walk asks for
+    /// metadata) before it hands it over; if not, the visitor does, with
+    /// [`fill_metadata`] and the descriptor the chunk lends.
+    fn stats_chunks(&mut self) -> bool {
+        true
+    }
 }
 
-impl<F: FnMut(Job)> Share for F {
+impl<F: FnMut(Job)> Caller for F {
     fn part(&mut self, part: Job) {
         self(part)
     }
@@ -672,11 +687,14 @@ impl<F: FnMut(Job)> Share for F {
 
 /// The stretch of a directory's listing one reader takes: positions from
 /// `from` (where its descriptor stands) up to, not including, `to`; with
-/// `share`, the reader may still split what is ahead of it.
+/// a `caller` and not `probed` yet, the reader may still split what is
+/// ahead of it.
 struct Stretch<'s> {
     from: u64,
     to: u64,
     /// The entries and name bytes expected, when known (a part's).
     room: (usize, usize),
-    share: Option<&'s mut dyn Share>,
+    caller: Option<&'s mut dyn Caller>,
+    /// The directory was considered for cutting already.
+    probed: bool,
 }

@@ -473,7 +473,7 @@ fn work<V: Visitor, R: Remote>(
                     pool.notify(false);
                 };
                 // A directory handed over whole is not cut.
-                let share = (!shared.settings.whole()).then_some(&mut share as &mut dyn crate::read::Share);
+                let share = (!shared.settings.whole()).then_some(&mut share as &mut dyn crate::read::Caller);
                 let flow = reader.read(shared, job, &mut visitor, &mut children, share);
                 let waits_on_io = probe.finish();
                 place::count_read(&mut pinned);
