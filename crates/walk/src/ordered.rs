@@ -1093,6 +1093,8 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
                 relay.put(seq, chunk, &walk.relayed);
                 continue;
             }
+            // Not a read waiting on the disk: no worker is added for it.
+            crate::io::waited_elsewhere();
             relay.waiting = true;
             relay = walk.relayed.wait(relay).unwrap_or_else(|e| e.into_inner());
         }
