@@ -10,8 +10,11 @@
 //! per process, as `RLIMIT_NOFILE` is: every walk running at once draws on
 //! it. Also [`fit_address_space`] and [`skip_signal_stacks_under_limit`],
 //! what a process held to an address space (`RLIMIT_AS`) asks of malloc and
-//! of Rust's runtime. Relies on nothing else in this crate.
+//! of Rust's runtime, and [`EndWhenExhausted`], the allocator that ends the
+//! process with one line when memory runs out. Relies on nothing else in
+//! this crate.
 
+use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -195,6 +198,97 @@ impl Reservation {
 impl Drop for Reservation {
     fn drop(&mut self) {
         release();
+    }
+}
+
+/// A global allocator (`A`, the one that does the work) that ends the
+/// process with one line, `NAME: memory exhausted (N bytes asked for)`,
+/// and exit status 1 when memory runs out, as GNU's tools end: Rust's
+/// own end is SIGABRT (a core dump, the shell's "Aborted") after
+/// `memory allocation of N bytes failed` and, with `RUST_BACKTRACE` set,
+/// a backtrace. What the walk holds is bounded by its window, but a
+/// directory that must be held whole (sorted) is held whole however big:
+/// a million files in one directory, sorted, need some 200 MiB of
+/// address space.
+///
+/// ```
+/// # use fnd_walk::EndWhenExhausted;
+/// #[global_allocator]
+/// static ALLOCATOR: EndWhenExhausted<std::alloc::System> = EndWhenExhausted::new(std::alloc::System, "mytool");
+/// # fn main() { assert_eq!(vec![1u8; 3].len(), 3); }
+/// ```
+pub struct EndWhenExhausted<A> {
+    inner: A,
+    name: &'static str,
+}
+
+impl<A> EndWhenExhausted<A> {
+    /// `inner` allocates; `name` starts the message.
+    pub const fn new(inner: A, name: &'static str) -> Self {
+        EndWhenExhausted { inner, name }
+    }
+
+    /// `p`, unless it is null: then the process ends.
+    fn checked(&self, p: *mut u8, size: usize) -> *mut u8 {
+        if p.is_null() {
+            exhausted(self.name, size);
+        }
+        p
+    }
+}
+
+// SAFETY: every call goes to `inner` as it came; only a null result is
+// acted on, and that ends the process.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for EndWhenExhausted<A> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.checked(unsafe { self.inner.alloc(layout) }, layout.size())
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.checked(unsafe { self.inner.alloc_zeroed(layout) }, layout.size())
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.checked(unsafe { self.inner.realloc(ptr, layout, new_size) }, new_size)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { self.inner.dealloc(ptr, layout) }
+    }
+}
+
+/// Write `NAME: memory exhausted (SIZE bytes asked for)` to stderr and
+/// end the process, allocating nothing and taking no lock (the thread may
+/// hold any: the allocator's, stdout's). Output not written yet is lost,
+/// as it is when GNU's tools end so.
+#[cold]
+fn exhausted(name: &str, size: usize) -> ! {
+    let mut line = [0u8; 160];
+    let mut len = 0;
+    let mut put = |bytes: &[u8]| {
+        let n = bytes.len().min(line.len() - len);
+        line[len..len + n].copy_from_slice(&bytes[..n]);
+        len += n;
+    };
+    put(name.as_bytes());
+    put(b": memory exhausted (");
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = size;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    put(&digits[at..]);
+    put(b" bytes asked for)\n");
+    // SAFETY: writes bytes of a live buffer; _exit takes nothing but the status.
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), len);
+        libc::_exit(1);
     }
 }
 

@@ -123,7 +123,7 @@ mod split;
 mod visit;
 mod walker;
 
-pub use budget::{fit_address_space, skip_signal_stacks_under_limit, when_descriptors_free};
+pub use budget::{fit_address_space, skip_signal_stacks_under_limit, when_descriptors_free, EndWhenExhausted};
 pub use builder::{cores, WalkBuilder, MAX_IO_DEPTH, MAX_THREADS};
 pub use entry::{is_file_name, Chunk, ChunkBuf, Entry, EntryRef};
 pub use error::{Error, ErrorKind};
