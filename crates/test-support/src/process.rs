@@ -96,3 +96,21 @@ pub fn job_after_rank_1_dies(mut cmd: Command) -> std::process::ExitStatus {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Hold the process `cmd` starts to `bytes` of address space (`ulimit -v`,
+/// the hard limit left as it is), set between fork and exec.
+pub fn limit_address_space(cmd: &mut Command, bytes: u64) {
+    use rustix::process::{setrlimit, Resource, Rlimit};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: one setrlimit call between fork and exec: no allocation, no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            let hard = rustix::process::getrlimit(Resource::As).maximum;
+            let limit = Rlimit {
+                current: Some(bytes),
+                maximum: hard,
+            };
+            setrlimit(Resource::As, limit).map_err(std::io::Error::from)
+        });
+    }
+}

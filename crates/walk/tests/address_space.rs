@@ -32,20 +32,7 @@ fn a_thread_at_the_edge_of_the_address_space_runs_or_is_refused() {
             .env(LEFT, (left_kib * 1024).to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // SAFETY: setrlimit only, between fork and exec.
-        unsafe {
-            use std::os::unix::process::CommandExt;
-            child.pre_exec(|| {
-                let limit = libc::rlimit {
-                    rlim_cur: 1 << 30,
-                    rlim_max: libc::RLIM_INFINITY,
-                };
-                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        fnd_test_support::process::limit_address_space(&mut child, 1 << 30);
         let mut child = child.spawn().expect("the test binary starts");
         let started = Instant::now();
         let status = loop {

@@ -24,20 +24,7 @@ fn out_of_memory_ends_with_one_line_and_status_1() {
         .args(["--exact", TEST, "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .env("RUST_BACKTRACE", "1");
-    // SAFETY: setrlimit only, between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        child.pre_exec(|| {
-            let limit = libc::rlimit {
-                rlim_cur: 1 << 30,
-                rlim_max: libc::RLIM_INFINITY,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    fnd_test_support::process::limit_address_space(&mut child, 1 << 30);
     let out = child.output().expect("the test binary starts");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{:?}\n{err}", out.status);
