@@ -264,7 +264,7 @@ impl Reader {
                 let end_marks_trusted = self.end_marks_trusted(shared);
                 self.listing.read(fd.as_fd(), &mut self.buf, end_marks_trusted);
                 listed = true;
-                present.extend(probes.iter().map(|p| self.listing.contains(p)));
+                present.extend(probes.iter().map(|p| self.listing.contains(p, fd.as_fd())));
             }
             let info = DirInfo {
                 path: dir.path(),
@@ -282,7 +282,8 @@ impl Reader {
             to: u64::MAX,
             room: (0, 0),
             caller,
-            probed: listed,
+            // A directory listed whole is small: not cut.
+            probed: listed && self.listing.is_whole(),
         };
         let flow = self.read_entries(shared, &dir, raw, visitor, listed, stretch);
         self.queue_children(shared, &dir, flow, jobs)
@@ -367,6 +368,8 @@ impl Reader {
         if whole {
             make_room(&mut chunk, stretch.room);
         }
+        // A listing not whole goes on from the descriptor once replayed.
+        let mut rest_to_read = listed && !self.listing.is_whole();
         let mut source = if listed {
             Source::Listed(self.listing.replay())
         } else {
@@ -377,7 +380,15 @@ impl Reader {
         // `d_off` gives the position after each entry.
         let mut position = stretch.from;
         let mut seen = 0;
-        while let Some(item) = source.next() {
+        loop {
+            let Some(item) = source.next() else {
+                if !std::mem::take(&mut rest_to_read) {
+                    break;
+                }
+                let end_marks_trusted = self.end_marks_trusted(shared);
+                source = Source::Raw(DirStream::new(fd, &mut self.buf, end_marks_trusted));
+                continue;
+            };
             let entry = match item {
                 Ok(e) => e,
                 Err(e) => {

@@ -620,6 +620,73 @@ fn huge_directory_read_by_several_threads_yields_each_entry_once() {
     }
 }
 
+/// A hook that asks which of two names a directory holds, and keeps all.
+struct Probes {
+    names: Vec<Vec<u8>>,
+    /// What each directory entered held of them.
+    seen: Seen,
+}
+
+type Seen = Arc<std::sync::Mutex<Vec<Vec<bool>>>>;
+
+impl fnd_walk::DirHook for Probes {
+    type State = ();
+
+    fn enter(&self, dir: &fnd_walk::DirInfo<'_>, _: Option<&Arc<()>>) -> Option<Arc<()>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .push(dir.present.expect("the walk looked").to_vec());
+        None
+    }
+
+    fn decide(&self, _: Option<&()>, _: &fnd_walk::RawEntry<'_>) -> fnd_walk::Decision {
+        fnd_walk::Decision::KEEP
+    }
+
+    fn probe_names(&self) -> &[Vec<u8>] {
+        &self.names
+    }
+}
+
+#[test]
+fn huge_directory_a_hook_probes_is_listed_in_part_and_still_split() {
+    // Listed whole for the probes, it was read by one thread; now only its
+    // first part is listed, a probe not in it is looked for by name, and
+    // the rest is read (and split) as any directory's.
+    let tmp = tempfile::tempdir().unwrap();
+    let (big, mut expected) = huge_directory_of_links(tmp.path(), 60_000);
+    touch_at(&open_root(&big), b"marker");
+    expected.insert(join(&root_bytes(&big), b"marker"));
+    let probes = |seen: &Seen| Probes {
+        names: vec![b"marker".to_vec(), b"absent".to_vec()],
+        seen: seen.clone(),
+    };
+    for threads in [1, 2, 8] {
+        let seen = Arc::default();
+        let b = WalkBuilder::new(&big)
+            .order(Order::Parallel)
+            .threads(threads)
+            .min_depth(1);
+        let c = collect(&b.clone().hook(probes(&seen)));
+        assert!(c.errors.is_empty(), "errors: {:?}", c.errors);
+        assert!(
+            unique_paths(&c, "probed") == expected,
+            "{threads} threads: entries lost or added"
+        );
+        assert_eq!(*seen.lock().unwrap(), [vec![true, false]], "{threads} threads");
+        let mut sorted = InOrder(Vec::new());
+        b.hook(probes(&seen))
+            .visit_tree(TreeOrder::new(Within::Name, Nest::AtEntry), &mut sorted);
+        let mut want: Vec<Vec<u8>> = expected.iter().cloned().collect();
+        want.sort();
+        assert!(
+            sorted.0 == want,
+            "{threads} threads: not in name order, or entries lost"
+        );
+    }
+}
+
 #[test]
 fn huge_directory_with_whole_dirs_is_one_chunk_in_listing_order() {
     // What would be split among the threads comes in one chunk, as the
