@@ -656,7 +656,7 @@ fn huge_directory_a_hook_probes_is_listed_in_part_and_still_split() {
     // the rest is read (and split) as any directory's.
     let tmp = tempfile::tempdir().unwrap();
     let (big, mut expected) = huge_directory_of_links(tmp.path(), 60_000);
-    touch_at(&open_root(&big), b"marker");
+    touch_at(open_root(&big), b"marker");
     expected.insert(join(&root_bytes(&big), b"marker"));
     let probes = |seen: &Seen| Probes {
         names: vec![b"marker".to_vec(), b"absent".to_vec()],
