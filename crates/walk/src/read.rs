@@ -338,8 +338,9 @@ impl Reader {
         flow
     }
 
-    /// Read (or, when `listed`, replay from `self.listing`) the entries of
-    /// `dir` and hand them out.
+    /// Read the entries of `dir` and hand them out; when `listed`, replay
+    /// `self.listing` first (and read on from the descriptor if it is not
+    /// whole).
     fn read_entries<V: Visitor>(
         &mut self,
         shared: &Shared,
