@@ -933,7 +933,8 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
     /// an order that releases a directory before it is read whole).
     fn try_stream(&mut self) {
         let walk = self.walk;
-        if self.course.get() != Course::Held || self.streamed_all_it_can || !walk.order.within.streams_dirs() {
+        let may = self.course.get() == Course::Held && !self.streamed_all_it_can && walk.order.within.streams_dirs();
+        if !may || walk.shared.stopped() {
             return;
         }
         let mut st = lock(&walk.state);
@@ -956,6 +957,10 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
 
     /// Hand the consumer what of the items collected may go out now.
     fn stream(&mut self) -> Flow {
+        if self.walk.shared.stopped() {
+            // Nothing goes to a consumer that said stop, nor after a panic.
+            return Flow::Stop;
+        }
         if self.course.get() != Course::Streamed || self.streamed_all_it_can {
             return Flow::Continue;
         }
@@ -2942,6 +2947,28 @@ mod tests {
         WalkBuilder::new(dir.path())
             .threads(4)
             .visit_tree(order, &mut StopAt(10));
+        // A streamed directory, its stats relayed: nothing after the stop.
+        let big = tempfile::tempdir().unwrap();
+        tree(big.path(), 0, 0, 3000);
+        let batches = Within::InodeBatches { above: 100, batch: 500 };
+        /// Stops at the first chunk; counts the chunks handed over.
+        struct StopAtFirst(usize);
+        impl TreeVisitor for StopAtFirst {
+            fn entries(&mut self, _: &ChunkBuf) -> Flow {
+                self.0 += 1;
+                Flow::Stop
+            }
+        }
+        for within in [Within::Listing, batches] {
+            let mut stop = StopAtFirst(0);
+            WalkBuilder::new(big.path())
+                .min_depth(1)
+                .threads(4)
+                .chunk_size(64)
+                .metadata(true)
+                .visit_tree(TreeOrder::new(within, Nest::AtEntry), &mut stop);
+            assert_eq!(stop.0, 1, "{within:?}: chunks handed over after the stop");
+        }
     }
 
     /// A chain of `levels` nested directories `d` under `root`, made
