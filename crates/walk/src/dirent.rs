@@ -73,15 +73,15 @@ impl<'a> DirStream<'a> {
         }
     }
 
-    /// The next record, `None` at the end; an error ends the stream.
-    #[allow(clippy::should_implement_trait)] // records borrow the stream's buffer
-    #[inline(always)]
     /// Whether every record the last call read has been handed out: the
     /// stream may stop here and go on later from the descriptor.
     pub(crate) fn drained(&self) -> bool {
         self.at == self.filled
     }
 
+    /// The next record, `None` at the end; an error ends the stream.
+    #[allow(clippy::should_implement_trait)] // records borrow the stream's buffer
+    #[inline(always)]
     pub(crate) fn next(&mut self) -> Option<Result<Record<'_>, Errno>> {
         if self.at == self.filled {
             if self.last_read || (self.end_marks_trusted && END_POSITIONS.contains(&self.position)) {
