@@ -333,11 +333,6 @@ impl<'a> Chunk<'a> {
         Chunk { buf, fd }
     }
 
-    /// The descriptor lent, for all of `'a` (not only this borrow).
-    pub(crate) fn lent_fd(&self) -> Option<BorrowedFd<'a>> {
-        self.fd
-    }
-
     /// Number of entries in the chunk.
     pub fn len(&self) -> usize {
         self.buf.len()
@@ -366,8 +361,9 @@ impl<'a> Chunk<'a> {
     }
 
     /// The parent directory's open descriptor, for the length of the visit
-    /// (`None` for the roots, which have no parent the walk opened).
-    pub fn parent_fd(&self) -> Option<BorrowedFd<'_>> {
+    /// (`'a`, whatever the borrow of the chunk; `None` for the roots, which
+    /// have no parent the walk opened), as [`EntryRef::parent_fd`] lends it.
+    pub fn parent_fd(&self) -> Option<BorrowedFd<'a>> {
         self.fd
     }
 

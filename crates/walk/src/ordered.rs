@@ -1146,7 +1146,7 @@ fn deliver<V: TreeVisitor>(visitor: &mut V, item: Item, shared: &Shared) -> Flow
 
 impl<V: TreeVisitor> Visitor for Collect<'_, '_, '_, V> {
     fn visit(&mut self, chunk: &mut Chunk<'_>) -> Flow {
-        let fd = chunk.lent_fd();
+        let fd = chunk.parent_fd();
         let mut buf = match self.walk.spare_chunk(self.spares) {
             Some(spare) => chunk.take_into(spare),
             None => chunk.take(),
