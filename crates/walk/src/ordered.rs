@@ -49,7 +49,7 @@
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::VecDeque;
 use std::os::fd::{BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crate::dir::Dir;
@@ -665,6 +665,10 @@ struct Ordered<'s, 'v, V> {
     splits: Mutex<Vec<Split>>,
     /// The streamed directory's chunks waiting for their stats (see [`Relay`]).
     relay: Mutex<Relay>,
+    /// A directory streams through the relay: until then a worker looking
+    /// for a job does not lock it (a line both cores would write for every
+    /// directory of a walk that never streams).
+    relay_open: AtomicBool,
     /// A chunk's stats are in, for the streaming worker waiting for them.
     relayed: Condvar,
 }
@@ -826,6 +830,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         placement: Placement::new(threads),
         splits: Mutex::new(Vec::new()),
         relay: Mutex::new(Relay::default()),
+        relay_open: AtomicBool::new(false),
         relayed: Condvar::new(),
     };
     std::thread::scope(|scope| {
@@ -1056,6 +1061,7 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
             if let Ok(dup) = rustix::io::fcntl_dupfd_cloexec(fd, 0) {
                 let mut relay = lock(&self.walk.relay);
                 relay.fd = Some(Arc::new(dup));
+                self.walk.relay_open.store(true, AtomicOrdering::Release);
                 self.relaying = true;
             }
         }
@@ -1106,6 +1112,7 @@ impl<V: TreeVisitor> Collect<'_, '_, '_, V> {
         }
         if ahead == 0 {
             relay.fd = None;
+            self.walk.relay_open.store(false, AtomicOrdering::Release);
             self.relaying = false;
         }
     }
@@ -1325,7 +1332,10 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
                 wake_all(&self.wake, &st);
                 return None;
             }
-            let relayed = lock(&self.relay).take();
+            let relayed = match self.relay_open.load(AtomicOrdering::Acquire) {
+                true => lock(&self.relay).take(),
+                false => None,
+            };
             if let Some((seq, chunk, fd)) = relayed {
                 // The output waits for these stats.
                 drop(st);
