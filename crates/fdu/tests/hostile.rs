@@ -400,3 +400,30 @@ fn hostile_names_read_from_files0_from_are_printed_byte_exact() {
         "names from --files0-from changed on the way"
     );
 }
+
+#[test]
+fn a_small_address_space_is_walked_in_whole() {
+    // Under `ulimit -v`, jemalloc's arenas and each worker's stack took the
+    // room the walk allocates from: `fdu -s -j16` ran out of memory at
+    // 24–48 MiB, and below 16 MiB fdu died of SIGSEGV before `main`.
+    let tmp = scratch_dir();
+    wide_tree(tmp.path(), 40, 100);
+    for args in [&["-s", "-j16"][..], &["-a"]] {
+        let whole = run(fdu().args(args).arg(tmp.path()));
+        assert!(whole.status.success(), "{args:?}");
+        for bytes in small_address_spaces() {
+            let mut cmd = fdu();
+            cmd.args(args).arg(tmp.path());
+            fnd_test_support::process::limit_address_space(&mut cmd, bytes);
+            let out = run(&mut cmd);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success(),
+                "{args:?} in {} MiB: {:?} {err}",
+                bytes >> 20,
+                out.status
+            );
+            assert_eq!(out.stdout, whole.stdout, "{args:?} in {} MiB", bytes >> 20);
+        }
+    }
+}

@@ -297,6 +297,27 @@ pub fn many_files(root: &Path, count: usize, name_len: usize) {
     }
 }
 
+/// `dirs` directories of `files` empty files each under `root`; returns
+/// the entries made.
+pub fn wide_tree(root: &Path, dirs: usize, files: usize) -> usize {
+    for d in 0..dirs {
+        let dir = root.join(format!("d{d}"));
+        std::fs::create_dir(&dir).unwrap();
+        many_files(&dir, files, 12);
+    }
+    dirs * (files + 1)
+}
+
+/// Address spaces (`ulimit -v`, bytes) a test binary of this build runs
+/// in, from where it could fail for want of its own mappings (a debug
+/// build maps some 20 MiB, a release build 8) up to where jemalloc's
+/// arenas and every worker's 2 MiB stack used to run a walk out of memory
+/// (`fnd -u -j16` on 60,000 entries, release, at 24–48 MiB).
+pub fn small_address_spaces() -> [u64; 3] {
+    let base: u64 = if cfg!(debug_assertions) { 36 } else { 24 };
+    [base << 20, (base + 8) << 20, (base + 24) << 20]
+}
+
 /// A directory of 200,000 files with 100-byte names where inodes are cheap
 /// (tmpfs), 20,000 elsewhere (a busy disk makes 200,000 take minutes).
 /// Returns it with the count.

@@ -10,12 +10,14 @@
 //! per process, as `RLIMIT_NOFILE` is: every walk running at once draws on
 //! it. Also [`fit_address_space`] and [`skip_signal_stacks_under_limit`],
 //! what a process held to an address space (`RLIMIT_AS`) asks of malloc and
-//! of Rust's runtime, and [`EndWhenExhausted`], the allocator that ends the
-//! process with one line when memory runs out. Relies on nothing else in
-//! this crate.
+//! of Rust's runtime, [`EndWhenExhausted`], the allocator that ends the
+//! process with one line when memory runs out (and leaves jemalloc for
+//! malloc under a small limit), and `start_thread`, which starts the
+//! walk's threads only while the address space has room for them. Relies
+//! on nothing else in this crate.
 
-use std::alloc::{GlobalAlloc, Layout};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -211,6 +213,16 @@ impl Drop for Reservation {
 /// a million files in one directory, sorted, need some 200 MiB of
 /// address space.
 ///
+/// A process held to less than 128 MiB of address space (`ulimit -v`,
+/// looked at by the first allocation) allocates from the C library's
+/// malloc instead of `A`, for its whole life: jemalloc maps chunks of 4
+/// MiB and arenas per thread, and ran out where malloc does not (`fnd -u
+/// -j16` on a million entries at 64 MiB, `fdu -j8` at 64 MiB; du needs
+/// 12), and at 12–16 MiB it dereferenced the null of its first failed map
+/// before `main` (SIGSEGV). Above it, `A` (malloc with its one arena under
+/// a limit, see [`fit_address_space`], took 1.12x the time of jemalloc for
+/// `fnd --sort name` on a million entries).
+///
 /// ```
 /// # use fnd_walk::EndWhenExhausted;
 /// #[global_allocator]
@@ -220,12 +232,48 @@ impl Drop for Reservation {
 pub struct EndWhenExhausted<A> {
     inner: A,
     name: &'static str,
+    /// [`UNDECIDED`], [`INNER`] or [`SYSTEM`]: who allocates.
+    choice: AtomicU8,
 }
+
+/// Below this much address space, [`EndWhenExhausted`] allocates from the
+/// C library's malloc: jemalloc's runs of `fnd` and `fdu` at up to 8
+/// threads on a million entries ran out at 80 MiB, not at 96.
+const SMALL_ADDRESS_SPACE: u64 = 128 << 20;
+
+const UNDECIDED: u8 = 0;
+const INNER: u8 = 1;
+const SYSTEM: u8 = 2;
 
 impl<A> EndWhenExhausted<A> {
     /// `inner` allocates; `name` starts the message.
     pub const fn new(inner: A, name: &'static str) -> Self {
-        EndWhenExhausted { inner, name }
+        EndWhenExhausted {
+            inner,
+            name,
+            choice: AtomicU8::new(UNDECIDED),
+        }
+    }
+
+    /// Whether the C library's malloc allocates instead of `inner`:
+    /// decided once, at the first allocation, so that each block is freed
+    /// by the allocator that gave it.
+    #[inline(always)]
+    fn system(&self) -> bool {
+        match self.choice.load(Ordering::Relaxed) {
+            INNER => false,
+            SYSTEM => true,
+            _ => self.choose(),
+        }
+    }
+
+    /// Two threads that both allocate first decide alike: the limit is the
+    /// process's.
+    #[cold]
+    fn choose(&self) -> bool {
+        let small = address_space_limit().is_some_and(|limit| limit < SMALL_ADDRESS_SPACE);
+        self.choice.store(if small { SYSTEM } else { INNER }, Ordering::Relaxed);
+        small
     }
 
     /// `p`, unless it is null: then the process ends.
@@ -237,23 +285,40 @@ impl<A> EndWhenExhausted<A> {
     }
 }
 
-// SAFETY: every call goes to `inner` as it came; only a null result is
-// acted on, and that ends the process.
+// SAFETY: every call goes as it came to `inner`, or to `System` in a
+// process that never used `inner` (the choice is made before the first
+// block and never changes); only a null result is acted on, and that ends
+// the process.
 unsafe impl<A: GlobalAlloc> GlobalAlloc for EndWhenExhausted<A> {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.checked(unsafe { self.inner.alloc(layout) }, layout.size())
+        let p = match self.system() {
+            true => unsafe { System.alloc(layout) },
+            false => unsafe { self.inner.alloc(layout) },
+        };
+        self.checked(p, layout.size())
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        self.checked(unsafe { self.inner.alloc_zeroed(layout) }, layout.size())
+        let p = match self.system() {
+            true => unsafe { System.alloc_zeroed(layout) },
+            false => unsafe { self.inner.alloc_zeroed(layout) },
+        };
+        self.checked(p, layout.size())
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        self.checked(unsafe { self.inner.realloc(ptr, layout, new_size) }, new_size)
+        let p = match self.system() {
+            true => unsafe { System.realloc(ptr, layout, new_size) },
+            false => unsafe { self.inner.realloc(ptr, layout, new_size) },
+        };
+        self.checked(p, new_size)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { self.inner.dealloc(ptr, layout) }
+        match self.system() {
+            true => unsafe { System.dealloc(ptr, layout) },
+            false => unsafe { self.inner.dealloc(ptr, layout) },
+        }
     }
 }
 
@@ -371,12 +436,49 @@ fn restore_fault_actions() {
 
 /// Whether the process is held to an address space (`RLIMIT_AS`).
 fn address_space_limited() -> bool {
+    address_space_limit().is_some()
+}
+
+/// The address space the process is held to (`RLIMIT_AS`), in bytes.
+/// Allocates nothing: the allocator asks it.
+fn address_space_limit() -> Option<u64> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit writes the struct it is given.
-    unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) == 0 && limit.rlim_cur != libc::RLIM_INFINITY }
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) == 0 };
+    (known && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+}
+
+/// The address space left free for a thread to start: its stack, its
+/// signal stack and its first allocations, with room for the others.
+const THREAD_ROOM: usize = 16 << 20;
+
+/// Start `f` on a new thread of `scope` (with a stack of `stack` bytes, or
+/// std's default), unless the process is short of address space (`ulimit
+/// -v`: less than [`THREAD_ROOM`] free) or the system refuses the thread
+/// (`ulimit -u`, a pids cgroup). `None`: the caller goes on with the
+/// threads it has. Under a small limit the threads' stacks took the room
+/// the walk allocates from: `fnd -u -j16` on a million entries ran out of
+/// memory at 24–48 MiB of `ulimit -v`, where one thread finishes in 12.
+pub(crate) fn start_thread<'scope, T, F>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    stack: Option<usize>,
+    f: F,
+) -> Option<std::thread::ScopedJoinHandle<'scope, T>>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    if !room_for(THREAD_ROOM) {
+        return None;
+    }
+    let mut builder = std::thread::Builder::new();
+    if let Some(bytes) = stack {
+        builder = builder.stack_size(bytes);
+    }
+    builder.spawn_scoped(scope, f).ok()
 }
 
 /// Whether `bytes` of address space can be mapped now. Asked before a

@@ -248,7 +248,7 @@ pub(crate) fn stat_entries_at_once(
     std::thread::scope(|scope| {
         // A thread that cannot start leaves its names to the others.
         let helpers: Vec<_> = (1..threads.max(1))
-            .map_while(|_| std::thread::Builder::new().spawn_scoped(scope, take).ok())
+            .map_while(|_| crate::budget::start_thread(scope, None, take))
             .collect();
         let mine = take();
         for got in helpers.into_iter().filter_map(|h| h.join().ok()).chain([mine]) {

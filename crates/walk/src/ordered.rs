@@ -837,7 +837,7 @@ pub(crate) fn run<V: TreeVisitor>(shared: &Shared, order: TreeOrder, lenient: bo
         let walk = &walk;
         for i in 1..threads {
             // A thread refused is a worker fewer: the walk goes on with the rest.
-            let _ = std::thread::Builder::new().spawn_scoped(scope, move || walk.work(scope, Some(i), false));
+            let _ = crate::budget::start_thread(scope, None, move || walk.work(scope, Some(i), false));
         }
         walk.work(scope, Some(0), true);
     });
@@ -1239,9 +1239,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
-                    let spawned =
-                        std::thread::Builder::new().spawn_scoped(scope, move || self.work(scope, None, false));
-                    if spawned.is_err() {
+                    let spawned = crate::budget::start_thread(scope, None, move || self.work(scope, None, false));
+                    if spawned.is_none() {
                         self.shared.budget.release_workers(1);
                         self.workers.fetch_sub(1, AtomicOrdering::AcqRel);
                     }

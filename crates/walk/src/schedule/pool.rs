@@ -153,9 +153,8 @@ where
             // the whole walk. Its deque, never filled, is stolen from in vain.
             let handles: Vec<_> = workers
                 .map_while(|(me, local)| {
-                    let started = std::thread::Builder::new()
-                        .spawn_scoped(scope, move || work(pool, remote, local, me, make(), &grow))
-                        .ok();
+                    let started =
+                        crate::budget::start_thread(scope, None, move || work(pool, remote, local, me, make(), &grow));
                     if started.is_none() {
                         pool.io.refuse();
                     }
@@ -408,17 +407,13 @@ fn add_io_workers<'scope, 'env, V, M, R>(
         // A small stack: up to the I/O depth of them may start (128 at 2 MiB
         // each took a 256 MiB `ulimit -v` whole), and a worker's reads and
         // visitors do not recurse with depth.
-        let started = crate::budget::room_for(THREAD_ROOM).then(|| {
-            std::thread::Builder::new()
-                .stack_size(IO_WORKER_STACK)
-                .spawn_scoped(scope, move || {
-                    let grow = || add_io_workers(scope, pool, remote, make, added);
-                    let visitor = work(pool, remote, local, me, make(), &grow);
-                    budget.release_workers(1);
-                    added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
-                })
+        let started = crate::budget::start_thread(scope, Some(IO_WORKER_STACK), move || {
+            let grow = || add_io_workers(scope, pool, remote, make, added);
+            let visitor = work(pool, remote, local, me, make(), &grow);
+            budget.release_workers(1);
+            added.lock().unwrap_or_else(|e| e.into_inner()).push(visitor);
         });
-        if !matches!(started, Some(Ok(_))) {
+        if started.is_none() {
             // The walk goes on with the workers it has; this one's deque
             // stays empty, and the descriptors kept for the rest go back.
             pool.io.refuse();
@@ -430,10 +425,6 @@ fn add_io_workers<'scope, 'env, V, M, R>(
 
 /// The stack of a worker added while reads wait on I/O.
 const IO_WORKER_STACK: usize = 512 * 1024;
-
-/// The address space left free for an added worker to start: its stack,
-/// its signal stack and its first allocations, with room for the others.
-const THREAD_ROOM: usize = 32 * IO_WORKER_STACK;
 
 /// One worker: read jobs (its own first, then stolen) until the walk ends.
 fn work<V: Visitor, R: Remote>(
