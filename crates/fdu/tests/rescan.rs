@@ -66,12 +66,22 @@ fn a_thousand_rescans_hold_memory_flat() {
         rescan();
     }
     let after_100 = LIVE.load(Relaxed);
-    for _ in 100..1000 {
+    for _ in 100..550 {
+        rescan();
+    }
+    let after_550 = LIVE.load(Relaxed);
+    for _ in 550..1000 {
         rescan();
     }
     let after_1000 = LIVE.load(Relaxed);
     // A scan kept per rescan (its settings, its output buffer, its link
-    // sets) would add hundreds of bytes each at the very least, 900 times.
-    let grown = after_1000 - after_100;
-    assert!(grown < 64 * 1024, "{grown} bytes more live after 900 more rescans");
+    // sets) would add hundreds of bytes each at the very least, 450 times
+    // in each half. Something held once (or a thread still letting go of
+    // its own as it ends) grows one half only: a run on a busy machine saw
+    // 101,760 bytes more at the end, once in 25 runs.
+    let grown = [after_550 - after_100, after_1000 - after_550];
+    assert!(
+        grown.iter().min().is_some_and(|&g| g < 32 * 1024),
+        "{grown:?} bytes more live in each half of 900 more rescans"
+    );
 }
