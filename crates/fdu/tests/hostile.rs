@@ -411,19 +411,9 @@ fn a_small_address_space_is_walked_in_whole() {
     for args in [&["-s", "-j16"][..], &["-a"]] {
         let whole = run(fdu().args(args).arg(tmp.path()));
         assert!(whole.status.success(), "{args:?}");
-        for bytes in small_address_spaces() {
-            let mut cmd = fdu();
-            cmd.args(args).arg(tmp.path());
-            fnd_test_support::process::limit_address_space(&mut cmd, bytes);
-            let out = run(&mut cmd);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                out.status.success(),
-                "{args:?} in {} MiB: {:?} {err}",
-                bytes >> 20,
-                out.status
-            );
-            assert_eq!(out.stdout, whole.stdout, "{args:?} in {} MiB", bytes >> 20);
+        let what = format!("{args:?}");
+        for stdout in stdout_in_small_address_spaces(fdu().args(args).arg(tmp.path()), &what) {
+            assert_eq!(stdout, whole.stdout, "{what}");
         }
     }
 }

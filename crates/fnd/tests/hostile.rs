@@ -435,20 +435,10 @@ fn a_small_address_space_is_walked_in_whole() {
     // 24–48 MiB, and below 16 MiB fnd died of SIGSEGV before `main`.
     let tmp = scratch_dir();
     let count = wide_tree(tmp.path(), 40, 100);
-    for bytes in small_address_spaces() {
-        for args in [&["-u", "-0", "-j16", "."][..], &["-u", "-0", "--sort", "path", "."]] {
-            let mut cmd = fnd();
-            cmd.args(args).arg(tmp.path());
-            fnd_test_support::process::limit_address_space(&mut cmd, bytes);
-            let out = run(&mut cmd);
-            let err = String::from_utf8_lossy(&out.stderr);
-            assert!(
-                out.status.success(),
-                "{args:?} in {} MiB: {:?} {err}",
-                bytes >> 20,
-                out.status
-            );
-            assert_eq!(records(&out.stdout).len(), count, "{args:?} in {} MiB", bytes >> 20);
+    for args in [&["-u", "-0", "-j16", "."][..], &["-u", "-0", "--sort", "path", "."]] {
+        let what = format!("{args:?}");
+        for stdout in stdout_in_small_address_spaces(fnd().args(args).arg(tmp.path()), &what) {
+            assert_eq!(records(&stdout).len(), count, "{what}");
         }
     }
 }

@@ -318,6 +318,27 @@ pub fn small_address_spaces() -> [u64; 3] {
     [base << 20, (base + 8) << 20, (base + 24) << 20]
 }
 
+/// The standard output of `cmd` run held to each of
+/// [`small_address_spaces`] in turn, each run checked to have succeeded
+/// (`what` names it in a failure).
+pub fn stdout_in_small_address_spaces(cmd: &mut Command, what: &str) -> Vec<Vec<u8>> {
+    small_address_spaces()
+        .into_iter()
+        .map(|bytes| {
+            crate::process::limit_address_space(cmd, bytes);
+            let out = cmd.output().expect("the command starts");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                out.status.success(),
+                "{what} in {} MiB: {:?} {err}",
+                bytes >> 20,
+                out.status
+            );
+            out.stdout
+        })
+        .collect()
+}
+
 /// A directory of 200,000 files with 100-byte names where inodes are cheap
 /// (tmpfs), 20,000 elsewhere (a busy disk makes 200,000 take minutes).
 /// Returns it with the count.
