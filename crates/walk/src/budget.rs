@@ -217,11 +217,11 @@ impl Drop for Reservation {
 /// looked at by the first allocation) allocates from the C library's
 /// malloc instead of `A`, for its whole life: jemalloc maps chunks of 4
 /// MiB and arenas per thread, and ran out where malloc does not (`fnd -u
-/// -j16` on a million entries at 64 MiB, `fdu -j8` at 64 MiB; du needs
-/// 12), and at 12–16 MiB it dereferenced the null of its first failed map
-/// before `main` (SIGSEGV). Above it, `A` (malloc with its one arena under
-/// a limit, see [`fit_address_space`], took 1.12x the time of jemalloc for
-/// `fnd --sort name` on a million entries).
+/// -j16` on a million entries at 64 MiB, `fdu -j8` at 64 MiB; `du -s`
+/// runs in 8), and at 12–16 MiB it dereferenced the null of its first
+/// failed map before `main` (SIGSEGV). Above it, `A` allocates: malloc,
+/// with its one arena under a limit (see [`fit_address_space`]), took
+/// 1.12x jemalloc's time for `fnd --sort name` on a million entries.
 ///
 /// ```
 /// # use fnd_walk::EndWhenExhausted;
