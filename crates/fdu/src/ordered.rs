@@ -43,11 +43,8 @@ pub fn scan_dir(scan: &Arc<Scan>, path: &[u8], m: &Metadata) {
     let settings = &scan.run.settings;
     scan.root_dev.store(m.dev, Relaxed);
     let follow = settings.follow == Follow::All;
-    if follow {
-        scan.dirs_seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((m.dev, m.ino));
+    if scan.dedups_dirs() {
+        scan.first_entry((m.dev, m.ino));
     }
     let within = du_order(path);
     let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
@@ -150,7 +147,6 @@ impl DirHook for Ancestry {
 
     fn decide(&self, here: Option<&Chain>, entry: &RawEntry<'_>) -> Decision {
         let scan = &*self.scan;
-        let settings = &scan.run.settings;
         if scan.excludes.any() && scan.excludes.matches(&join(entry.parent_prefix, entry.name)) {
             return Decision::SKIP;
         }
@@ -160,14 +156,24 @@ impl DirHook for Ancestry {
         let Some(m) = scan.subdir_to_enter(entry) else {
             return Decision::SKIP;
         };
-        if settings.follow != Follow::All {
-            if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), (m.dev, m.ino), c.ids_up())) {
-                return Decision::SKIP;
-            }
-            if let Some(here) = here {
-                let mut kids = here.kids.lock().unwrap_or_else(|e| e.into_inner());
-                kids.insert(entry.name.into(), (m.dev, m.ino));
-            }
+        let id = (m.dev, m.ino);
+        if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), id, c.ids_up())) {
+            return Decision::SKIP;
+        }
+        // Reached twice under `-L`, du counts a directory at its first place
+        // in its order, which the reads ahead do not follow: only the
+        // output enters a directory (`Du::enter`), and a read leaves out
+        // one entered already, at an earlier place. One not entered yet is
+        // read wherever it is met, and the output leaves out all but its
+        // first (taken at read time, the first read of /usr/lib/llvm-14/lib
+        // won over du's first, the link build/lib before it: another line
+        // held the subtree).
+        if scan.dedups_dirs() && scan.entered_before(id) {
+            return Decision::SKIP;
+        }
+        if let Some(here) = here {
+            let mut kids = here.kids.lock().unwrap_or_else(|e| e.into_inner());
+            kids.insert(entry.name.into(), id);
         }
         Decision {
             emit: true,
@@ -195,9 +201,9 @@ struct Du<'a> {
     /// The operand as given (its name in `--json`).
     operand: &'a [u8],
     stack: Vec<Frame>,
-    /// The own usage of the directory whose subtree comes next (`None`:
-    /// the entry before it was not a directory by its stat).
-    next_own: Option<Usage>,
+    /// The own usage and the id of the directory whose subtree comes next
+    /// (`None`: the entry before it was not a directory by its stat).
+    next_own: Option<(Usage, (u64, u64))>,
     /// The operand's own usage.
     root: Usage,
     lines: Vec<u8>,
@@ -225,12 +231,17 @@ impl Du<'_> {
 
 impl TreeVisitor for Du<'_> {
     fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
-        let own = if dir.depth == 0 {
-            Some(self.root)
-        } else {
-            self.next_own.take()
+        let above_ghost = self.stack.last().is_some_and(|f| f.ghost);
+        let own = match dir.depth {
+            0 => Some(self.root),
+            // Entered before, at an earlier place (see `Ancestry::decide`):
+            // left out, as a subtree under a ghost (its reads are no du's).
+            _ => self.next_own.take().and_then(|(own, id)| {
+                let first = above_ghost || !self.scan.dedups_dirs() || self.scan.first_entry(id);
+                first.then_some(own)
+            }),
         };
-        let ghost = own.is_none() || self.stack.last().is_some_and(|f| f.ghost);
+        let ghost = own.is_none() || above_ghost;
         let own = own.unwrap_or(Usage::NONE);
         if let (false, Some(mut json)) = (ghost, self.scan.run.json()) {
             let name = match dir.depth {
@@ -278,7 +289,7 @@ impl TreeVisitor for Du<'_> {
             };
             if m.is_dir() {
                 // Its subtree comes next, its line after it.
-                self.next_own = Some(run.usage(m));
+                self.next_own = Some((run.usage(m), (m.dev, m.ino)));
                 continue;
             }
             if link_all && m.file_type().is_symlink() {
@@ -358,6 +369,10 @@ impl TreeVisitor for Du<'_> {
 
     fn error(&mut self, error: Error) -> Flow {
         if let fnd_walk::ErrorKind::Loop { .. } = error.kind() {
+            return Flow::Continue;
+        }
+        if self.stack.last().is_some_and(|f| f.ghost) {
+            // Met in a subtree du does not read.
             return Flow::Continue;
         }
         // In order with the lines around it.

@@ -123,12 +123,12 @@ impl Scan {
         self.excludes.matches(path)
     }
 
-    /// A subdirectory's metadata when du enters it: it can be statted, is
-    /// on the operand's file system under `-x`, was not an earlier
-    /// operand, and, following links, was not entered before. What is
-    /// left to the caller is the cycle check without `-L` (each scan keeps
-    /// its ancestors its own way). Both scans decide with this, on the
-    /// reading threads.
+    /// A subdirectory's metadata when du may enter it: it can be statted,
+    /// is on the operand's file system under `-x`, and was not an earlier
+    /// operand. What is left to the caller is a directory reached twice
+    /// (see [`dedups_dirs`](Self::dedups_dirs)) and one inside itself: each
+    /// scan keeps its ancestors and its order its own way. Both scans
+    /// decide with this, on the reading threads.
     pub(crate) fn subdir_to_enter(&self, entry: &RawEntry<'_>) -> Option<Metadata> {
         let follow = self.run.settings.follow == Follow::All;
         let m = match entry.stat(follow) {
@@ -144,16 +144,27 @@ impl Scan {
         if !self.operands.counts(m.dev, m.ino) {
             return None;
         }
-        if follow
-            && !self
-                .dirs_seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert((m.dev, m.ino))
-        {
-            return None;
-        }
         Some(m)
+    }
+
+    /// Whether a directory reached a second time is left out: following
+    /// every link (`-L`), du enters each directory once, unless `-l`
+    /// counts every link (then only a directory inside itself, a cycle,
+    /// is left out, as without `-L`).
+    pub(crate) fn dedups_dirs(&self) -> bool {
+        let settings = &self.run.settings;
+        settings.follow == Follow::All && !settings.count_links
+    }
+
+    /// Enter directory `id` under [`dedups_dirs`](Self::dedups_dirs):
+    /// false if it was entered before.
+    pub(crate) fn first_entry(&self, id: (u64, u64)) -> bool {
+        self.dirs_seen.lock().unwrap_or_else(|e| e.into_inner()).insert(id)
+    }
+
+    /// Whether directory `id` was entered before (see [`first_entry`](Self::first_entry)).
+    pub(crate) fn entered_before(&self, id: (u64, u64)) -> bool {
+        self.dirs_seen.lock().unwrap_or_else(|e| e.into_inner()).contains(&id)
     }
 
     /// Start operand `index`: false when an earlier operand already covered it.
@@ -204,11 +215,8 @@ impl Scan {
         self.root_entered.store(false, Relaxed);
         self.inode_sort
             .store(crate::fts::inode_sort_may_be_useful(path), Relaxed);
-        if settings.follow == Follow::All {
-            self.dirs_seen
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert((m.dev, m.ino));
+        if self.dedups_dirs() {
+            self.first_entry((m.dev, m.ino));
         }
         let walk = WalkBuilder::new(Path::new(OsStr::from_bytes(path)))
             .order(Order::Parallel)
@@ -297,7 +305,6 @@ impl DirHook for DuHook {
 
     fn decide(&self, node: Option<&Node>, entry: &RawEntry<'_>) -> Decision {
         let scan = &*self.scan;
-        let settings = &scan.run.settings;
         // Every directory gets a node (`enter`).
         let Some(node) = node else {
             return Decision::KEEP;
@@ -313,9 +320,17 @@ impl DirHook for DuHook {
         let Some(m) = scan.subdir_to_enter(entry) else {
             return Decision::SKIP;
         };
-        // A directory inside itself (a bind mount of an ancestor below it):
-        // du leaves it out, silently. Following links, `dirs_seen` does.
-        if settings.follow != Follow::All && node.is_self_or_ancestor(m.dev, m.ino) {
+        // A directory entered before: this walk has no order, so the first
+        // read is the one counted (the totals are du's; which directory's
+        // line holds a subtree reached twice is not). Entered before
+        // includes the ancestors: a cycle is one too.
+        if scan.dedups_dirs() {
+            if !scan.first_entry((m.dev, m.ino)) {
+                return Decision::SKIP;
+            }
+        } else if node.is_self_or_ancestor(m.dev, m.ino) {
+            // A directory inside itself (a bind mount of an ancestor below
+            // it, or a link to one under `-L`): du leaves it out, silently.
             return Decision::SKIP;
         }
         node.list_subdir(entry.name, (m.dev, m.ino), scan.run.usage(&m), usage::detail(&m));

@@ -120,3 +120,64 @@ fn lines_in_dus_order_for_every_thread_count_and_every_run() {
         assert!(fdu(&["-a", "-j8", "t"], root) == first, "run {run} differs");
     }
 }
+
+/// Directories reached through links too (`-L`): du counts each at the
+/// first place its order meets it, link or not, and with `-l` at every
+/// place but inside itself. `real` holds directories, `links` links to
+/// them and to each other's parents, each real one links to the next, and
+/// `loop` to the top: whatever order the file system lists them in, some
+/// link comes before the directory it names.
+fn build_links(root: &Path) {
+    let top = root.join("l");
+    for i in 0..12 {
+        let d = top.join(format!("real/r{i:02}"));
+        fs::create_dir_all(d.join("sub")).unwrap();
+        fs::write(d.join("f"), vec![b'r'; 1000 * (i + 1)]).unwrap();
+        fs::write(d.join("sub/g"), vec![b's'; 7000]).unwrap();
+        if i < 11 {
+            std::os::unix::fs::symlink(format!("../r{:02}", i + 1), d.join("next")).unwrap();
+        }
+        std::os::unix::fs::symlink("../..", d.join("loop")).unwrap();
+    }
+    fs::create_dir_all(top.join("links")).unwrap();
+    for i in (0..12).step_by(3) {
+        std::os::unix::fs::symlink(format!("../real/r{i:02}"), top.join(format!("links/to{i:02}"))).unwrap();
+    }
+    std::os::unix::fs::symlink("../real", top.join("links/all")).unwrap();
+    std::os::unix::fs::symlink("real/r05/sub", top.join("a_sub")).unwrap();
+    std::os::unix::fs::symlink("real/r07/sub", top.join("z_sub")).unwrap();
+}
+
+#[test]
+fn directories_reached_through_links_count_at_dus_first_place() {
+    let dir = tempfile::tempdir().unwrap();
+    build_links(dir.path());
+    let root = dir.path();
+    let du = references::gnu_du();
+    let cases: &[&[&str]] = &[
+        &["-L", "l"],
+        &["-L", "-a", "l"],
+        &["-L", "-S", "l"],
+        &["-L", "-s", "l"],
+        &["-L", "-l", "-a", "l"],
+        &["-L", "-l", "-s", "l"],
+        &["-L", "l/links", "l/real", "l"],
+        &["-L", "-c", "l/real/r03", "l/links"],
+    ];
+    for args in cases {
+        let first = fdu(args, root);
+        if let Some(du) = &du {
+            let theirs = output(du.command(), args, root);
+            assert!(
+                first == theirs,
+                "{args:?}: fdu's lines differ from du's:\n{}\ndu:\n{}",
+                String::from_utf8_lossy(&first),
+                String::from_utf8_lossy(&theirs)
+            );
+        }
+        for j in ["-j1", "-j2", "-j8"] {
+            let with_j: Vec<&str> = [j].iter().chain(args.iter()).copied().collect();
+            assert!(fdu(&with_j, root) == first, "{with_j:?} differs from {args:?}");
+        }
+    }
+}
