@@ -455,6 +455,15 @@ fn address_space_limit() -> Option<u64> {
 /// signal stack and its first allocations, with room for the others.
 const THREAD_ROOM: usize = 16 << 20;
 
+/// The stack of a worker added while reads wait on I/O, in the parallel
+/// pool and in the ordered walk: up to the I/O depth of them may start (128
+/// at std's 2 MiB each took a 256 MiB `ulimit -v` whole), and what a worker
+/// runs (its reads, the visitors, the ordered walk's release) does not
+/// recurse with depth: with a quarter of this, `fnd --sort`, `-x`, and
+/// `fdu` in du's order, `-o` and `--json` ran whole on a slow mount (a
+/// hundred workers added).
+pub(crate) const IO_WORKER_STACK: usize = 512 * 1024;
+
 /// Start `f` on a new thread of `scope` (with a stack of `stack` bytes, or
 /// std's default), unless the process is short of address space (`ulimit
 /// -v`: less than [`THREAD_ROOM`] free) or the system refuses the thread

@@ -1239,7 +1239,8 @@ impl<V: TreeVisitor> Ordered<'_, '_, V> {
             if probe.finish() && self.work_waits() {
                 let workers = self.workers.fetch_add(1, AtomicOrdering::AcqRel);
                 if workers < max && self.shared.budget.reserve_workers(1) == 1 {
-                    let spawned = crate::budget::start_thread(scope, None, move || self.work(scope, None, false));
+                    let stack = Some(crate::budget::IO_WORKER_STACK);
+                    let spawned = crate::budget::start_thread(scope, stack, move || self.work(scope, None, false));
                     if spawned.is_none() {
                         self.shared.budget.release_workers(1);
                         self.workers.fetch_sub(1, AtomicOrdering::AcqRel);

@@ -404,10 +404,7 @@ fn add_io_workers<'scope, 'env, V, M, R>(
     for me in added_now {
         let local = Worker::new_lifo();
         let _ = pool.stealers[me].set(local.stealer());
-        // A small stack: up to the I/O depth of them may start (128 at 2 MiB
-        // each took a 256 MiB `ulimit -v` whole), and a worker's reads and
-        // visitors do not recurse with depth.
-        let started = crate::budget::start_thread(scope, Some(IO_WORKER_STACK), move || {
+        let started = crate::budget::start_thread(scope, Some(crate::budget::IO_WORKER_STACK), move || {
             let grow = || add_io_workers(scope, pool, remote, make, added);
             let visitor = work(pool, remote, local, me, make(), &grow);
             budget.release_workers(1);
@@ -422,9 +419,6 @@ fn add_io_workers<'scope, 'env, V, M, R>(
         }
     }
 }
-
-/// The stack of a worker added while reads wait on I/O.
-const IO_WORKER_STACK: usize = 512 * 1024;
 
 /// One worker: read jobs (its own first, then stolen) until the walk ends.
 fn work<V: Visitor, R: Remote>(
