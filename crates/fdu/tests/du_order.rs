@@ -51,6 +51,28 @@ fn fdu(args: &[&str], cwd: &Path) -> Vec<u8> {
     output(Command::new(FDU), args, cwd)
 }
 
+/// fdu's lines for `args` are du's (when du is here), and the same for
+/// `-j1`, `-j2` and `-j8`.
+fn same_as_du_on_every_thread_count(args: &[&str], root: &Path, du: Option<&references::Reference>) {
+    let first = fdu(args, root);
+    if let Some(du) = du {
+        let theirs = output(du.command(), args, root);
+        assert!(
+            first == theirs,
+            "{args:?}: fdu's lines differ from du's (first difference at line {})",
+            first
+                .split(|&b| b == b'\n')
+                .zip(theirs.split(|&b| b == b'\n'))
+                .position(|(a, b)| a != b)
+                .unwrap_or(0)
+        );
+    }
+    for j in ["-j1", "-j2", "-j8"] {
+        let with_j: Vec<&str> = [j].iter().chain(args).copied().collect();
+        assert!(fdu(&with_j, root) == first, "{with_j:?} differs from {args:?}");
+    }
+}
+
 /// The tree: `wide` (300 siblings, each with a few files and a
 /// subdirectory), `chain` (200 levels), `huge` (a directory of 20,500
 /// entries with subdirectories among them), hard links across them.
@@ -96,23 +118,7 @@ fn lines_in_dus_order_for_every_thread_count_and_every_run() {
     for case in CASES {
         for operands in [&["t"][..], &["t/wide", "t/chain", "t/huge", "t"]] {
             let args: Vec<&str> = case.iter().chain(operands).copied().collect();
-            let first = fdu(&args, root);
-            if let Some(du) = &du {
-                let theirs = output(du.command(), &args, root);
-                assert!(
-                    first == theirs,
-                    "{args:?}: fdu's lines differ from du's (first difference at line {})",
-                    first
-                        .split(|&b| b == b'\n')
-                        .zip(theirs.split(|&b| b == b'\n'))
-                        .position(|(a, b)| a != b)
-                        .unwrap_or(0)
-                );
-            }
-            for j in ["-j1", "-j2", "-j8"] {
-                let with_j: Vec<&str> = [j].iter().chain(&args).copied().collect();
-                assert!(fdu(&with_j, root) == first, "{with_j:?} differs from {args:?}");
-            }
+            same_as_du_on_every_thread_count(&args, root, du.as_ref());
         }
     }
     let first = fdu(&["-a", "t"], root);
@@ -165,19 +171,6 @@ fn directories_reached_through_links_count_at_dus_first_place() {
         &["-L", "-c", "l/real/r03", "l/links"],
     ];
     for args in cases {
-        let first = fdu(args, root);
-        if let Some(du) = &du {
-            let theirs = output(du.command(), args, root);
-            assert!(
-                first == theirs,
-                "{args:?}: fdu's lines differ from du's:\n{}\ndu:\n{}",
-                String::from_utf8_lossy(&first),
-                String::from_utf8_lossy(&theirs)
-            );
-        }
-        for j in ["-j1", "-j2", "-j8"] {
-            let with_j: Vec<&str> = [j].iter().chain(args.iter()).copied().collect();
-            assert!(fdu(&with_j, root) == first, "{with_j:?} differs from {args:?}");
-        }
+        same_as_du_on_every_thread_count(args, root, du.as_ref());
     }
 }
