@@ -160,14 +160,13 @@ impl DirHook for Ancestry {
         if here.is_some_and(|c| is_self_or_ancestor(c.deep.as_ref(), id, c.ids_up())) {
             return Decision::SKIP;
         }
-        // Reached twice under `-L`, du counts a directory at its first place
-        // in its order, which the reads ahead do not follow: only the
-        // output enters a directory (`Du::enter`), and a read leaves out
-        // one entered already, at an earlier place. One not entered yet is
-        // read wherever it is met, and the output leaves out all but its
-        // first (taken at read time, the first read of /usr/lib/llvm-14/lib
-        // won over du's first, the link build/lib before it: another line
-        // held the subtree).
+        // Under `-L` du counts a directory reached twice at the first place
+        // its order meets it, which reads ahead do not follow (claimed when
+        // read, /usr/lib/llvm-14/lib won over the link build/lib that du
+        // meets first). So only the output claims one (`Du::enter`): a
+        // read leaves out a directory the output entered already, at an
+        // earlier place; one not entered yet is read wherever it is met,
+        // and the output leaves out all but its first.
         if scan.dedups_dirs() && scan.entered_before(id) {
             return Decision::SKIP;
         }
@@ -217,6 +216,11 @@ impl Du<'_> {
         }
     }
 
+    /// Whether the directory being released is a ghost (see [`Frame`]).
+    fn in_ghost(&self) -> bool {
+        self.stack.last().is_some_and(|f| f.ghost)
+    }
+
     fn flow(&mut self) -> Flow {
         if self.lines.len() >= 64 * 1024 {
             self.write_lines();
@@ -231,7 +235,7 @@ impl Du<'_> {
 
 impl TreeVisitor for Du<'_> {
     fn enter(&mut self, dir: DirEvent<'_>) -> Flow {
-        let above_ghost = self.stack.last().is_some_and(|f| f.ghost);
+        let above_ghost = self.in_ghost();
         let own = match dir.depth {
             0 => Some(self.root),
             // Entered before, at an earlier place (see `Ancestry::decide`):
@@ -371,7 +375,7 @@ impl TreeVisitor for Du<'_> {
         if let fnd_walk::ErrorKind::Loop { .. } = error.kind() {
             return Flow::Continue;
         }
-        if self.stack.last().is_some_and(|f| f.ghost) {
+        if self.in_ghost() {
             // Met in a subtree du does not read.
             return Flow::Continue;
         }
